@@ -1,0 +1,49 @@
+// Buffer: one VkBuffer with its own memory, for tensors (device-local) or
+// for moving data in and out (host-visible, persistently mapped).
+#pragma once
+#include <volk.h>
+
+#include <cstddef>
+#include <string>
+
+#include "vksoftmax/handle.hpp"
+
+namespace vksoftmax {
+
+class Context;
+
+enum class MemoryKind {
+    device,    // device-local, for the shaders
+    upload,    // host-visible and coherent, written by the host
+    readback,  // host-visible, cached where the device offers it, read by the host
+};
+
+class Buffer {
+public:
+    Buffer(Context& ctx, VkDeviceSize size, MemoryKind kind, const std::string& name);
+    VkBuffer buffer() const { return buffer_.get(); }
+    VkDeviceSize size() const { return size_; }
+    // The mapping of a host-visible buffer; nullptr for device memory.
+    void* mapped() const { return mapped_; }
+    const std::string& name() const { return name_; }
+
+    // Makes host writes visible to the device / device writes visible to
+    // the host for memory that is not coherent (a no-op where it is).
+    void flush(Context& ctx) const;
+    void invalidate(Context& ctx) const;
+
+private:
+    std::string name_;
+    VkDeviceSize size_ = 0;
+    bool coherent_ = true;
+    Handle<VkDeviceMemory> memory_;
+    Handle<VkBuffer> buffer_;
+    void* mapped_ = nullptr;
+};
+
+// Copies `bytes` from the host into `dst` at `offset`, through a staging buffer.
+void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkDeviceSize offset = 0);
+// Copies `bytes` of `src` at `offset` back to the host.
+void download(Context& ctx, const Buffer& src, void* data, size_t bytes, VkDeviceSize offset = 0);
+
+}  // namespace vksoftmax

@@ -1,0 +1,55 @@
+// Pipeline: one compute pipeline of softmax.comp, built from the SPIR-V
+// embedded in the library with one set of specialization constants.
+#pragma once
+#include <volk.h>
+
+#include <cstdint>
+#include <string>
+
+#include "vksoftmax/handle.hpp"
+#include "vksoftmax/types.hpp"
+
+namespace vksoftmax {
+
+class Context;
+
+// Which shader variant: a module (storage type, reduction) and the values
+// of its specialization constants. Mirrors softmax_common.glsl.
+struct PipelineKey {
+    Dtype dtype = Dtype::f32;
+    bool subgroup = true;  // subgroup arithmetic (else shared-memory tree)
+    uint32_t workgroup_size = 256;
+    uint32_t vpt = 1;  // vec4 slots per invocation
+    bool vec4 = false;
+    bool log = false;
+    bool subgroup_rows = false;
+    bool accurate = false;
+    uint32_t kind = 0;  // 0 row, 1 split pass 1, 2 split pass 2
+    uint32_t required_subgroup_size = 0;  // 0: the driver's choice
+
+    std::string id() const;
+};
+
+// Push constants of softmax.comp, in its declaration order.
+struct PushConstants {
+    uint32_t rows, axis, inner, chunks, chunk;
+    float inv_t;
+};
+
+// Descriptor bindings: 0 input, 1 output, 2 workspace; set by
+// vkCmdPushDescriptorSetKHR, so nothing is allocated per dispatch.
+class Pipeline {
+public:
+    Pipeline(Context& ctx, const PipelineKey& key);
+    VkPipeline pipeline() const { return pipeline_.get(); }
+    VkPipelineLayout layout() const { return layout_.get(); }
+    const PipelineKey& key() const { return key_; }
+
+private:
+    PipelineKey key_;
+    Handle<VkDescriptorSetLayout> set_layout_;
+    Handle<VkPipelineLayout> layout_;
+    Handle<VkPipeline> pipeline_;
+};
+
+}  // namespace vksoftmax

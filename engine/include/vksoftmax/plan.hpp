@@ -1,0 +1,65 @@
+// Plan: which GPU path and geometry a softmax takes on one device, chosen
+// from the shape, dtype and the device's limits; and its recording into a
+// command buffer.
+#pragma once
+#include <volk.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "vksoftmax/pipeline.hpp"
+#include "vksoftmax/types.hpp"
+
+namespace vksoftmax {
+
+class Context;
+class Timer;
+
+enum class Path {
+    subgroup_row,   // a subgroup owns a short row; several rows per workgroup
+    workgroup_row,  // a workgroup owns a row held in registers
+    split,          // long rows: chunks across workgroups, two dispatches
+};
+const char* path_name(Path p);
+
+enum class Reduction { automatic, subgroup, shared };
+
+struct PlanOptions {
+    Reduction reduction = Reduction::automatic;
+    uint32_t subgroup_size = 0;      // required subgroup size; 0: the device's
+    std::optional<Path> path;        // force a path (tests, conformance)
+    uint32_t chunk_elements = 0;     // split path: elements per chunk (rounded to a tile)
+};
+
+struct Plan {
+    Problem problem;
+    Path path = Path::workgroup_row;
+    uint32_t passes = 0;  // dispatches: 1, 2 for split, 0 for an empty tensor
+    PipelineKey key[2];
+    const Pipeline* pipeline[2] = {nullptr, nullptr};
+    uint32_t groups = 0;  // workgroups per dispatch
+    PushConstants push{};
+    uint64_t tensor_bytes = 0;     // input (and output) size
+    uint64_t workspace_bytes = 0;  // split path partials; 0 otherwise
+    uint32_t rows_per_workgroup = 1;
+};
+
+// Validates the problem against the device (Error: invalid_argument or
+// unsupported) and creates the pipelines it needs, so recording never does.
+Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options = {});
+
+struct BufferRange {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0;  // a multiple of minStorageBufferOffsetAlignment
+    VkDeviceSize range = 0;
+};
+
+// Records the plan's dispatches into `cb`. Reads `in`, writes `out`, uses
+// `workspace` (plan.workspace_bytes; may be empty when that is 0). The
+// caller makes the input's writes visible to compute-shader reads before,
+// and the output's shader writes visible to its readers after. With a
+// timer, stamps slots first_slot .. first_slot + passes around the passes.
+void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
+            const BufferRange& workspace, const Timer* timer = nullptr, uint32_t first_slot = 0);
+
+}  // namespace vksoftmax

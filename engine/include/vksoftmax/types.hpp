@@ -1,0 +1,39 @@
+// The vocabulary shared by the plan, the CPU reference and the CLI.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vksoftmax {
+
+enum class Dtype { f32, f16 };
+inline uint32_t dtype_size(Dtype d) { return d == Dtype::f32 ? 4u : 2u; }
+inline const char* dtype_name(Dtype d) { return d == Dtype::f32 ? "f32" : "f16"; }
+
+// exp as the driver provides it, or our own range-reduced polynomial that
+// agrees across vendors to a few ULP.
+enum class Precision { fast, accurate };
+
+// A dense row-major tensor seen as (outer, axis, inner): softmax runs along
+// `axis`; neighbours on it are `inner` elements apart.
+struct Shape {
+    uint64_t outer = 1, axis = 1, inner = 1;
+    uint64_t rows() const { return outer * inner; }
+    uint64_t elements() const { return outer * axis * inner; }
+};
+
+// The (outer, axis, inner) view of `dims` for softmax along `axis`, which
+// may be negative as in NumPy. Throws Error(invalid_argument) when out of range.
+Shape shape_for_axis(const std::vector<uint64_t>& dims, int axis);
+
+struct Problem {
+    Shape shape;
+    Dtype dtype = Dtype::f32;
+    bool log = false;            // log-softmax
+    double temperature = 1.0;    // softmax(x / T): T > 0 and finite
+    Precision precision = Precision::fast;
+};
+
+std::string to_string(const Shape& s);
+
+}  // namespace vksoftmax

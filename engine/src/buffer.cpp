@@ -1,0 +1,93 @@
+#include "vksoftmax/buffer.hpp"
+
+#include <cstring>
+
+#include "vksoftmax/context.hpp"
+#include "vksoftmax/error.hpp"
+
+namespace vksoftmax {
+
+Buffer::Buffer(Context& ctx, VkDeviceSize size, MemoryKind kind, const std::string& name) : name_(name), size_(size) {
+    if (size == 0) throw Error(ErrorKind::invalid_argument, "buffer '" + name + "' of size 0");
+    const VolkDeviceTable& vk = ctx.vk();
+    VkDevice dev = ctx.device();
+
+    VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bi.size = size;
+    bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    VkBuffer buffer = VK_NULL_HANDLE;
+    check(vk.vkCreateBuffer(dev, &bi, nullptr, &buffer), "vkCreateBuffer", name);
+    auto destroy_buffer = vk.vkDestroyBuffer;
+    buffer_ = Handle<VkBuffer>(buffer, [dev, destroy_buffer](VkBuffer b) { destroy_buffer(dev, b, nullptr); });
+
+    VkMemoryRequirements req{};
+    vk.vkGetBufferMemoryRequirements(dev, buffer, &req);
+    VkMemoryPropertyFlags want = 0, prefer = 0;
+    switch (kind) {
+        case MemoryKind::device: want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT; break;
+        case MemoryKind::upload:
+            want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+            break;
+        case MemoryKind::readback:
+            want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+            prefer = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+            break;
+    }
+    uint32_t type = ctx.memory_type(req.memoryTypeBits, want, prefer);
+    VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    ai.allocationSize = req.size;
+    ai.memoryTypeIndex = type;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    check(vk.vkAllocateMemory(dev, &ai, nullptr, &memory), "vkAllocateMemory", name);
+    auto free_memory = vk.vkFreeMemory;
+    memory_ = Handle<VkDeviceMemory>(memory, [dev, free_memory](VkDeviceMemory m) { free_memory(dev, m, nullptr); });
+    check(vk.vkBindBufferMemory(dev, buffer, memory, 0), "vkBindBufferMemory", name);
+
+    if (kind != MemoryKind::device) {
+        check(vk.vkMapMemory(dev, memory, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory", name);
+        VkPhysicalDeviceMemoryProperties mp{};
+        vkGetPhysicalDeviceMemoryProperties(ctx.physical_device(), &mp);
+        coherent_ = (mp.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    }
+}
+
+void Buffer::flush(Context& ctx) const {
+    if (coherent_ || !mapped_) return;
+    VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_.get(), 0, VK_WHOLE_SIZE};
+    check(ctx.vk().vkFlushMappedMemoryRanges(ctx.device(), 1, &r), "vkFlushMappedMemoryRanges", name_);
+}
+
+void Buffer::invalidate(Context& ctx) const {
+    if (coherent_ || !mapped_) return;
+    VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_.get(), 0, VK_WHOLE_SIZE};
+    check(ctx.vk().vkInvalidateMappedMemoryRanges(ctx.device(), 1, &r), "vkInvalidateMappedMemoryRanges", name_);
+}
+
+void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkDeviceSize offset) {
+    if (bytes == 0) return;
+    Buffer staging(ctx, bytes, MemoryKind::upload, dst.name() + " (upload staging)");
+    std::memcpy(staging.mapped(), data, bytes);
+    staging.flush(ctx);
+    ctx.submit_and_wait([&](VkCommandBuffer cb) {
+        VkBufferCopy region{0, offset, bytes};
+        ctx.vk().vkCmdCopyBuffer(cb, staging.buffer(), dst.buffer(), 1, &region);
+    });
+}
+
+void download(Context& ctx, const Buffer& src, void* data, size_t bytes, VkDeviceSize offset) {
+    if (bytes == 0) return;
+    Buffer staging(ctx, bytes, MemoryKind::readback, src.name() + " (readback staging)");
+    ctx.submit_and_wait([&](VkCommandBuffer cb) {
+        VkBufferCopy region{offset, 0, bytes};
+        ctx.vk().vkCmdCopyBuffer(cb, src.buffer(), staging.buffer(), 1, &region);
+        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                           VK_ACCESS_HOST_READ_BIT};
+        ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
+                                      nullptr, 0, nullptr);
+    });
+    staging.invalidate(ctx);
+    std::memcpy(data, staging.mapped(), bytes);
+}
+
+}  // namespace vksoftmax

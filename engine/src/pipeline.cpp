@@ -1,0 +1,97 @@
+#include "vksoftmax/pipeline.hpp"
+
+#include <array>
+#include <cstddef>
+
+#include "spirv.hpp"
+#include "vksoftmax/context.hpp"
+#include "vksoftmax/error.hpp"
+
+namespace vksoftmax {
+
+std::string PipelineKey::id() const {
+    return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
+           "/vpt" + std::to_string(vpt) + (vec4 ? "/vec4" : "/scalar") + (log ? "/log" : "") +
+           (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/kind" + std::to_string(kind) +
+           "/req" + std::to_string(required_subgroup_size);
+}
+
+Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
+    const VolkDeviceTable& vk = ctx.vk();
+    VkDevice dev = ctx.device();
+    const std::string what = "softmax pipeline " + key.id();
+
+    std::array<VkDescriptorSetLayoutBinding, 3> bindings{};
+    for (uint32_t i = 0; i < bindings.size(); ++i) {
+        bindings[i].binding = i;
+        bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        bindings[i].descriptorCount = 1;
+        bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+    dl.bindingCount = static_cast<uint32_t>(bindings.size());
+    dl.pBindings = bindings.data();
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    check(vk.vkCreateDescriptorSetLayout(dev, &dl, nullptr, &set_layout), "vkCreateDescriptorSetLayout", what);
+    auto destroy_dsl = vk.vkDestroyDescriptorSetLayout;
+    set_layout_ = Handle<VkDescriptorSetLayout>(
+        set_layout, [dev, destroy_dsl](VkDescriptorSetLayout h) { destroy_dsl(dev, h, nullptr); });
+
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants)};
+    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    pl.setLayoutCount = 1;
+    pl.pSetLayouts = &set_layout;
+    pl.pushConstantRangeCount = 1;
+    pl.pPushConstantRanges = &range;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    check(vk.vkCreatePipelineLayout(dev, &pl, nullptr, &layout), "vkCreatePipelineLayout", what);
+    auto destroy_pl = vk.vkDestroyPipelineLayout;
+    layout_ = Handle<VkPipelineLayout>(layout, [dev, destroy_pl](VkPipelineLayout h) { destroy_pl(dev, h, nullptr); });
+
+    SpirvBlob blob = softmax_spirv(key.dtype, key.subgroup);
+    VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    mi.codeSize = blob.count * sizeof(uint32_t);
+    mi.pCode = blob.words;
+    VkShaderModule module = VK_NULL_HANDLE;
+    check(vk.vkCreateShaderModule(dev, &mi, nullptr, &module), "vkCreateShaderModule", what);
+    auto destroy_sm = vk.vkDestroyShaderModule;
+    Handle<VkShaderModule> module_owner(module, [dev, destroy_sm](VkShaderModule h) { destroy_sm(dev, h, nullptr); });
+
+    // constant_id 0..6 of softmax_common.glsl; booleans are 32-bit.
+    const std::array<uint32_t, 7> values = {key.workgroup_size,   key.vpt,          key.vec4 ? 1u : 0u,
+                                            key.log ? 1u : 0u,    key.subgroup_rows ? 1u : 0u,
+                                            key.accurate ? 1u : 0u, key.kind};
+    std::array<VkSpecializationMapEntry, 7> entries{};
+    for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
+    VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), sizeof(values), values.data()};
+
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
+        VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = module;
+    ci.stage.pName = "main";
+    ci.stage.pSpecializationInfo = &spec;
+    if (key.required_subgroup_size != 0) {
+        const DeviceInfo& d = ctx.info();
+        if (!d.subgroup_size_control || key.required_subgroup_size < d.min_subgroup_size ||
+            key.required_subgroup_size > d.max_subgroup_size)
+            throw Error(ErrorKind::unsupported, "subgroup size " + std::to_string(key.required_subgroup_size) +
+                                                    " cannot be required on " + d.name);
+        required.requiredSubgroupSize = key.required_subgroup_size;
+        ci.stage.pNext = &required;
+        // Full subgroups make gl_NumSubgroups * gl_SubgroupSize the workgroup size.
+        if (d.compute_full_subgroups && key.workgroup_size % key.required_subgroup_size == 0)
+            ci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+    }
+    ci.layout = layout;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    check(vk.vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &pipeline), "vkCreateComputePipelines",
+          what);
+    auto destroy_p = vk.vkDestroyPipeline;
+    pipeline_ = Handle<VkPipeline>(pipeline, [dev, destroy_p](VkPipeline h) { destroy_p(dev, h, nullptr); });
+}
+
+}  // namespace vksoftmax

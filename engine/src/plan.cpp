@@ -1,0 +1,221 @@
+#include "vksoftmax/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "vksoftmax/context.hpp"
+#include "vksoftmax/error.hpp"
+#include "vksoftmax/timer.hpp"
+
+namespace vksoftmax {
+namespace {
+
+uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint32_t floor_pow2(uint32_t x) {
+    uint32_t p = 1;
+    while (p * 2 <= x) p *= 2;
+    return p;
+}
+
+constexpr uint32_t kMaxVpt = 8;             // vec4 slots per invocation: 32 floats in registers
+constexpr uint32_t kSubgroupRowVpt = 4;     // a subgroup holds rows up to 16 * subgroup size
+constexpr uint32_t kRowsWorkgroup = 256;    // invocations per workgroup when subgroups own rows
+constexpr uint32_t kSplitWorkgroup = 256;
+constexpr uint32_t kSplitVpt = 4;
+constexpr uint64_t kSplitTargetItems = 1024;  // chunks in flight across all rows
+constexpr uint64_t kSplitMaxChunks = 512;     // partials each pass-2 workgroup merges
+
+}  // namespace
+
+const char* path_name(Path p) {
+    switch (p) {
+        case Path::subgroup_row: return "subgroup-row";
+        case Path::workgroup_row: return "workgroup-row";
+        case Path::split: return "split";
+    }
+    return "?";
+}
+
+Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options) {
+    const DeviceInfo& d = ctx.info();
+    const Shape& s = problem.shape;
+    Plan plan;
+    plan.problem = problem;
+
+    if (!(problem.temperature > 0.0) || !std::isfinite(problem.temperature))
+        throw Error(ErrorKind::invalid_argument,
+                    "temperature must be positive and finite, got " + std::to_string(problem.temperature));
+    float inv_t = static_cast<float>(1.0 / problem.temperature);
+    if (!std::isfinite(inv_t))
+        throw Error(ErrorKind::invalid_argument,
+                    "temperature " + std::to_string(problem.temperature) + " is too small: 1/T overflows fp32");
+    if (problem.dtype == Dtype::f16 && !d.storage_16bit)
+        throw Error(ErrorKind::unsupported, "fp16 tensors need storageBuffer16BitAccess, which " + d.name + " lacks");
+
+    const uint64_t n = s.elements();
+    plan.tensor_bytes = n * dtype_size(problem.dtype);
+    if (n == 0) return plan;
+    if (n > std::numeric_limits<uint32_t>::max())
+        throw Error(ErrorKind::unsupported, "tensor of " + std::to_string(n) + " elements: at most 2^32-1 are supported");
+    if (plan.tensor_bytes > d.max_storage_buffer_range)
+        throw Error(ErrorKind::unsupported, "tensor of " + std::to_string(plan.tensor_bytes) +
+                                                " bytes exceeds maxStorageBufferRange (" +
+                                                std::to_string(d.max_storage_buffer_range) + ") of " + d.name);
+
+    bool use_sg = false;
+    switch (options.reduction) {
+        case Reduction::automatic: use_sg = d.subgroup_arithmetic(); break;
+        case Reduction::subgroup:
+            if (!d.subgroup_arithmetic())
+                throw Error(ErrorKind::unsupported, d.name + " has no subgroup arithmetic in compute shaders");
+            use_sg = true;
+            break;
+        case Reduction::shared: use_sg = false; break;
+    }
+    uint32_t required = options.subgroup_size;
+    if (required != 0 && (!d.subgroup_size_control || required < d.min_subgroup_size || required > d.max_subgroup_size))
+        throw Error(ErrorKind::unsupported, "subgroup size " + std::to_string(required) + " is not in the range " +
+                                                d.name + " can require");
+    // The subgroup size the geometry is planned for. Shaders read the real
+    // one and stay correct if the driver gives another.
+    uint32_t sg = required ? required : std::max<uint32_t>(d.subgroup_size, 1);
+    uint32_t max_wg = floor_pow2(std::min({1024u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
+    // A required subgroup size also bounds the workgroup: at most
+    // maxComputeWorkgroupSubgroups subgroups of that size.
+    auto cap_for = [&](uint32_t size) {
+        return d.max_workgroup_subgroups ? std::min(max_wg, floor_pow2(size * d.max_workgroup_subgroups)) : max_wg;
+    };
+    if (required) max_wg = cap_for(required);
+    const uint32_t min_wg = std::min(max_wg, std::max(required, 32u));
+    const bool vec4 = s.inner == 1 && s.axis % 4 == 0;
+
+    Path path;
+    if (options.path) {
+        path = *options.path;
+        if (path == Path::subgroup_row && !use_sg)
+            throw Error(ErrorKind::unsupported, "the subgroup-row path needs subgroup arithmetic");
+    } else if (use_sg && s.axis <= 4ull * kSubgroupRowVpt * sg) {
+        path = Path::subgroup_row;
+    } else if (s.axis <= 4ull * kMaxVpt * max_wg) {
+        path = Path::workgroup_row;
+    } else {
+        path = Path::split;
+    }
+    plan.path = path;
+
+    PipelineKey key;
+    key.dtype = problem.dtype;
+    key.subgroup = use_sg;
+    key.vec4 = vec4;
+    key.log = problem.log;
+    key.accurate = problem.precision == Precision::accurate;
+    key.required_subgroup_size = required;
+
+    const uint64_t rows = s.rows();
+    uint64_t items = rows;
+    uint32_t chunks = 1, chunk = 0;
+    switch (path) {
+        case Path::subgroup_row: {
+            // Pin the planned size where the device lets us, so that a row
+            // fits the registers of one subgroup.
+            uint32_t wg_cap = max_wg;
+            if (!required && d.subgroup_size_control && sg >= d.min_subgroup_size && sg <= d.max_subgroup_size) {
+                key.required_subgroup_size = sg;
+                wg_cap = cap_for(sg);
+            }
+            key.subgroup_rows = true;
+            key.workgroup_size = std::min(wg_cap, std::max(sg, kRowsWorkgroup));
+            key.vpt = static_cast<uint32_t>(std::clamp<uint64_t>(div_up(s.axis, 4ull * sg), 1, kSubgroupRowVpt));
+            plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg);
+            items = div_up(rows, plan.rows_per_workgroup);
+            break;
+        }
+        case Path::workgroup_row: {
+            uint32_t wg = min_wg;
+            while (wg < max_wg && 16ull * wg < s.axis) wg *= 2;
+            key.workgroup_size = wg;
+            key.vpt = static_cast<uint32_t>(std::clamp<uint64_t>(div_up(s.axis, 4ull * wg), 1, kMaxVpt));
+            break;
+        }
+        case Path::split: {
+            key.workgroup_size = std::max(min_wg, std::min(max_wg, kSplitWorkgroup));
+            key.vpt = kSplitVpt;
+            const uint64_t tile = 4ull * key.vpt * key.workgroup_size;
+            uint64_t want = options.chunk_elements
+                                ? options.chunk_elements
+                                : div_up(s.axis, std::clamp<uint64_t>(div_up(kSplitTargetItems, rows), 1, kSplitMaxChunks));
+            uint64_t c = std::max<uint64_t>(tile, div_up(want, tile) * tile);
+            chunk = static_cast<uint32_t>(std::min<uint64_t>(c, std::numeric_limits<uint32_t>::max() / 2));
+            chunks = static_cast<uint32_t>(div_up(s.axis, chunk));
+            items = rows * chunks;
+            if (items > std::numeric_limits<uint32_t>::max())
+                throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
+            plan.workspace_bytes = items * 16;
+            break;
+        }
+    }
+    plan.groups = static_cast<uint32_t>(std::min<uint64_t>(items, d.max_workgroup_count[0]));
+    plan.push = PushConstants{static_cast<uint32_t>(rows), static_cast<uint32_t>(s.axis), static_cast<uint32_t>(s.inner),
+                              chunks, chunk, inv_t};
+
+    plan.passes = path == Path::split ? 2 : 1;
+    for (uint32_t p = 0; p < plan.passes; ++p) {
+        plan.key[p] = key;
+        plan.key[p].kind = path == Path::split ? p + 1 : 0;
+        plan.pipeline[p] = &ctx.pipeline(plan.key[p]);
+    }
+    return plan;
+}
+
+void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
+            const BufferRange& workspace, const Timer* timer, uint32_t first_slot) {
+    if (plan.passes == 0) return;
+    const VolkDeviceTable& vk = ctx.vk();
+    if (plan.workspace_bytes > 0 && (workspace.buffer == VK_NULL_HANDLE || workspace.range < plan.workspace_bytes))
+        throw Error(ErrorKind::invalid_argument, "the split path needs a workspace of " +
+                                                     std::to_string(plan.workspace_bytes) + " bytes");
+    if (in.range < plan.tensor_bytes || out.range < plan.tensor_bytes)
+        throw Error(ErrorKind::invalid_argument, "input or output range is smaller than the tensor (" +
+                                                     std::to_string(plan.tensor_bytes) + " bytes)");
+
+    // An unused workspace binding still needs a valid buffer: the input
+    // stands in (the row path never touches binding 2).
+    const bool has_ws = plan.workspace_bytes > 0;
+    VkDescriptorBufferInfo infos[3] = {{in.buffer, in.offset, plan.tensor_bytes},
+                                       {out.buffer, out.offset, plan.tensor_bytes},
+                                       {has_ws ? workspace.buffer : in.buffer, has_ws ? workspace.offset : in.offset,
+                                        has_ws ? plan.workspace_bytes : plan.tensor_bytes}};
+    VkWriteDescriptorSet writes[3];
+    for (uint32_t i = 0; i < 3; ++i) {
+        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+    }
+
+    if (timer) timer->stamp(cb, first_slot);
+    for (uint32_t p = 0; p < plan.passes; ++p) {
+        const Pipeline& pl = *plan.pipeline[p];
+        if (p > 0) {
+            // Pass 2 reads the partials pass 1 wrote.
+            VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+            b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+            b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+            b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+            b.buffer = workspace.buffer;
+            b.offset = workspace.offset;
+            b.size = plan.workspace_bytes;
+            vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
+                                    0, nullptr, 1, &b, 0, nullptr);
+        }
+        vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl.pipeline());
+        vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl.layout(), 0, 3, writes);
+        vk.vkCmdPushConstants(cb, pl.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants), &plan.push);
+        vk.vkCmdDispatch(cb, plan.groups, 1, 1);
+        if (timer) timer->stamp(cb, first_slot + p + 1);
+    }
+}
+
+}  // namespace vksoftmax

@@ -1,0 +1,29 @@
+// The subcommands of the vksoftmax command line; each registers its options
+// on a CLI11 app and returns the process exit code when run.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace vksoftmax::cli {
+
+// Exit codes (documented in README): below 128, never a crash.
+enum Exit : int {
+    ok = 0,
+    failed_check = 1,   // ran, but a --check or conformance bound failed
+    usage = 2,          // bad arguments
+    bad_input = 3,      // unreadable, malformed or unsupported input file; unwritable output
+    no_device = 4,      // no suitable device, or a feature it lacks
+    device_error = 5,   // Vulkan failed: out of memory, device lost, ...
+};
+
+using Command = std::function<int()>;
+
+Command add_devices(CLI::App& app);
+Command add_demo(CLI::App& app);
+
+// Runs `body`, turning vksoftmax and std exceptions into one line on stderr
+// and the exit code that matches their kind.
+int guarded(const std::function<int()>& body);
+
+}  // namespace vksoftmax::cli

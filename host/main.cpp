@@ -1,0 +1,59 @@
+// vksoftmax: softmax of .npy tensors with Vulkan compute shaders.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "commands.hpp"
+#include "vksoftmax/error.hpp"
+
+namespace vksoftmax::cli {
+
+int guarded(const std::function<int()>& body) {
+    try {
+        return body();
+    } catch (const Error& e) {
+        fmt::print(stderr, "vksoftmax: {}\n", e.what());
+        switch (e.kind()) {
+            case ErrorKind::invalid_argument: return Exit::usage;
+            case ErrorKind::unsupported: return Exit::no_device;
+            default: return Exit::device_error;
+        }
+    } catch (const std::bad_alloc&) {
+        fmt::print(stderr, "vksoftmax: out of host memory\n");
+        return Exit::device_error;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "vksoftmax: {}\n", e.what());
+        return Exit::device_error;
+    }
+}
+
+}  // namespace vksoftmax::cli
+
+int main(int argc, char** argv) {
+    using namespace vksoftmax::cli;
+    CLI::App app{"vksoftmax: softmax and log-softmax with Vulkan compute shaders"};
+    app.set_version_flag("--version", std::string("vksoftmax ") + VKSOFTMAX_VERSION);
+    app.require_subcommand(1);
+    app.footer("Run 'vksoftmax SUBCOMMAND --help' for a subcommand's options and an example.");
+    Command devices = add_devices(app);
+    Command demo = add_demo(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        fmt::print(stderr, "vksoftmax: {}\n", e.what());
+        return Exit::usage;
+    }
+    for (CLI::App* sub : app.get_subcommands()) {
+        const std::string& name = sub->get_name();
+        if (name == "devices") return guarded(devices);
+        if (name == "demo") return guarded(demo);
+    }
+    return Exit::usage;
+}

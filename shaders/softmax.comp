@@ -1,0 +1,162 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Softmax / log-softmax over one axis of a (outer, axis, inner) tensor.
+// KIND 0: a group (subgroup or workgroup) owns a row. A row that fits one
+//         tile is read once into registers and written once; a longer one
+//         (possible when the subgroup the driver gives is smaller than
+//         planned) is folded tile by tile into (m, d) and then re-read.
+// KIND 1/2: the two dispatches of the split path; see main().
+#include "softmax_common.glsl"
+
+vec4 v[VPT];
+
+// Loads tile [tile_begin, end) of the row at `base`; missing elements read
+// as -inf, which every later step treats as contributing nothing.
+void load_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint lane) {
+    for (uint j = 0u; j < VPT; ++j) {
+        if (VEC4) {
+            uint i = tile_begin + 4u * (j * G + lane);
+            v[j] = i < end ? vec4(x_v[(base + i) >> 2]) : vec4(neg_inf());
+        } else {
+            for (uint c = 0u; c < 4u; ++c) {
+                uint i = tile_begin + (j * 4u + c) * G + lane;
+                v[j][c] = i < end ? float(x_s[base + i * stride]) : neg_inf();
+            }
+        }
+    }
+}
+
+// This lane's statistic of the tile held in v.
+Stat tile_stat() {
+    float m = -FLT_MAX;
+    uint f = 0u;
+    for (uint j = 0u; j < VPT; ++j)
+        for (uint c = 0u; c < 4u; ++c) {
+            uint k = classify(v[j][c]);
+            f |= flag_of(k);
+            m = max(m, k == C_FINITE ? v[j][c] : -FLT_MAX);
+        }
+    float d = 0.0;
+    for (uint j = 0u; j < VPT; ++j)
+        for (uint c = 0u; c < 4u; ++c)
+            d += classify(v[j][c]) == C_FINITE ? scaled_exp(v[j][c] - m) : 0.0;
+    return Stat(m, d, f);
+}
+
+// Writes the tile held in v given the row's statistic. `exps`: v already
+// holds exp((x - m) / T), 0 for -inf elements (single-tile softmax).
+void write_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint lane, Stat s, bool exps) {
+    bool bad = (s.f & F_POISON) != 0u || (s.f & F_FINITE) == 0u;
+    float inv_d = 1.0 / s.d;
+    float log_d = log(s.d);
+    for (uint j = 0u; j < VPT; ++j) {
+        vec4 o;
+        for (uint c = 0u; c < 4u; ++c) {
+            float x = v[j][c];
+            bool fin = classify(x) == C_FINITE;
+            if (exps) o[c] = x * inv_d;
+            else if (LOG) o[c] = fin ? (x - s.m) * pc.inv_t - log_d : neg_inf();
+            else o[c] = fin ? scaled_exp(x - s.m) * inv_d : 0.0;
+            o[c] = bad ? nan_value() : o[c];
+        }
+        if (VEC4) {
+            uint i = tile_begin + 4u * (j * G + lane);
+            if (i < end) y_v[(base + i) >> 2] = ELEM4(o);
+        } else {
+            for (uint c = 0u; c < 4u; ++c) {
+                uint i = tile_begin + (j * 4u + c) * G + lane;
+                if (i < end) y_s[base + i * stride] = ELEM(o[c]);
+            }
+        }
+    }
+}
+
+// First element of row r (rows = outer * inner, neighbours `inner` apart).
+uint row_base(uint r) {
+    uint o = r / pc.inner;
+    return o * pc.axis * pc.inner + (r - o * pc.inner);
+}
+
+void main() {
+    uint G = group_size(), lane = group_lane();
+    uint tile = 4u * VPT * G;
+    uint gpw = groups_per_workgroup();
+    // Grid-stride loops: the dispatch may be capped by
+    // maxComputeWorkGroupCount, and the real subgroup count may differ
+    // from the planned one.
+    uint first = gl_WorkGroupID.x * gpw + group_index();
+    uint step = gl_NumWorkGroups.x * gpw;
+
+    if (KIND == 0u) {
+        for (uint r = first; r < pc.rows; r += step) {
+            uint base = row_base(r);
+            if (pc.axis <= tile) {
+                load_tile(base, pc.inner, 0u, pc.axis, G, lane);
+                float m = -FLT_MAX;
+                uint f = 0u;
+                for (uint j = 0u; j < VPT; ++j)
+                    for (uint c = 0u; c < 4u; ++c) {
+                        uint k = classify(v[j][c]);
+                        f |= flag_of(k);
+                        m = max(m, k == C_FINITE ? v[j][c] : -FLT_MAX);
+                    }
+                m = group_max(m);
+                f = group_or(f);
+                float d = 0.0;
+                for (uint j = 0u; j < VPT; ++j)
+                    for (uint c = 0u; c < 4u; ++c) {
+                        float e = classify(v[j][c]) == C_FINITE ? scaled_exp(v[j][c] - m) : 0.0;
+                        d += e;
+                        if (!LOG) v[j][c] = e;
+                    }
+                d = group_add(d);
+                write_tile(base, pc.inner, 0u, pc.axis, G, lane, Stat(m, d, f), !LOG);
+            } else {
+                Stat s = stat_empty();
+                for (uint t0 = 0u; t0 < pc.axis; t0 += tile) {
+                    load_tile(base, pc.inner, t0, pc.axis, G, lane);
+                    s = stat_merge(s, tile_stat());
+                }
+                s = group_stat(s);
+                for (uint t0 = 0u; t0 < pc.axis; t0 += tile) {
+                    load_tile(base, pc.inner, t0, pc.axis, G, lane);
+                    write_tile(base, pc.inner, t0, pc.axis, G, lane, s, false);
+                }
+            }
+        }
+        return;
+    }
+
+    // Split path: work item w is chunk (w % chunks) of row (w / chunks).
+    uint items = pc.rows * pc.chunks;
+    for (uint w = first; w < items; w += step) {
+        uint r = w / pc.chunks;
+        uint begin = (w - r * pc.chunks) * pc.chunk;
+        uint end = min(pc.axis, begin + pc.chunk);
+        uint base = row_base(r);
+        if (KIND == 1u) {
+            // Pass 1: the chunk's (m, d) and flags.
+            Stat s = stat_empty();
+            for (uint t0 = begin; t0 < end; t0 += tile) {
+                load_tile(base, pc.inner, t0, end, G, lane);
+                s = stat_merge(s, tile_stat());
+            }
+            s = group_stat(s);
+            if (lane == 0u) part[w] = Partial(s.m, s.d, s.f, 0u);
+        } else {
+            // Pass 2: every workgroup of the row merges all of the row's
+            // partials (a few hundred reads, cheaper than a third dispatch),
+            // then normalizes its own chunk.
+            Stat s = stat_empty();
+            for (uint i = lane; i < pc.chunks; i += G) {
+                Partial p = part[r * pc.chunks + i];
+                s = stat_merge(s, Stat(p.m, p.d, p.f));
+            }
+            s = group_stat(s);
+            for (uint t0 = begin; t0 < end; t0 += tile) {
+                load_tile(base, pc.inner, t0, end, G, lane);
+                write_tile(base, pc.inner, t0, end, G, lane, s, false);
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+// Shared pieces of every softmax variant: storage access, non-finite
+// classification, the online (m, d) statistic and the group reductions.
+//
+// Defines chosen at build time (one SPIR-V module each):
+//   STORAGE_F16   tensors are float16 in memory; all arithmetic stays fp32,
+//                 because fp16 sums overflow past 65504 and log-softmax
+//                 underflows in fp16.
+//   USE_SUBGROUP  reductions use subgroup arithmetic; without it a
+//                 shared-memory tree is used, for devices that lack
+//                 GL_KHR_shader_subgroup_arithmetic in compute.
+
+#extension GL_EXT_shader_16bit_storage : enable
+#ifdef USE_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+layout(local_size_x_id = 0) in;
+// vec4 slots held per invocation: a tile is 4 * VPT * group_size elements.
+layout(constant_id = 1) const uint VPT = 1;
+// Rows are contiguous and their length a multiple of 4: use 16-byte loads.
+layout(constant_id = 2) const bool VEC4 = false;
+layout(constant_id = 3) const bool LOG = false;
+// A subgroup owns a row (short rows); otherwise the workgroup owns it.
+layout(constant_id = 4) const bool SUBGROUP_ROWS = false;
+// Our own range-reduced exp instead of the driver's, so that results agree
+// across vendors whatever precision their exp has.
+layout(constant_id = 5) const bool ACCURATE = false;
+// 0: a group owns a row; 1: split pass 1 (chunk statistics);
+// 2: split pass 2 (merge the row's statistics, write the chunk).
+layout(constant_id = 6) const uint KIND = 0;
+
+#ifdef STORAGE_F16
+#define ELEM float16_t
+#define ELEM4 f16vec4
+#else
+#define ELEM float
+#define ELEM4 vec4
+#endif
+
+// The same binding seen as scalars and as vec4s: vec4 access is only used
+// when VEC4 says every row starts and ends on a 4-element boundary.
+layout(std430, binding = 0) readonly buffer InS { ELEM x_s[]; };
+layout(std430, binding = 0) readonly buffer InV { ELEM4 x_v[]; };
+layout(std430, binding = 1) writeonly buffer OutS { ELEM y_s[]; };
+layout(std430, binding = 1) writeonly buffer OutV { ELEM4 y_v[]; };
+struct Partial { float m; float d; uint f; uint pad; };
+layout(std430, binding = 2) buffer Work { Partial part[]; };
+
+layout(push_constant) uniform Params {
+    uint rows;      // outer * inner
+    uint axis;      // length of the softmax axis
+    uint inner;     // stride between neighbours on the axis
+    uint chunks;    // split path: chunks per row
+    uint chunk;     // split path: elements per chunk (a multiple of a tile)
+    float inv_t;    // 1 / temperature
+} pc;
+
+const float FLT_MAX = 3.402823466e38;
+// Flags, OR-reduced over a row.
+const uint F_POISON = 1u;  // a NaN or +inf: the whole row is NaN (SciPy, PyTorch)
+const uint F_FINITE = 2u;  // at least one finite element: else the row is NaN
+const uint C_FINITE = 0u, C_NEGINF = 1u, C_POISON = 2u;
+
+// Classified on the bits: the Vulkan environment lets the compiler assume
+// float operands are not Inf or NaN, so isnan()/isinf() may be folded away.
+uint classify(float x) {
+    uint b = floatBitsToUint(x);
+    uint a = b & 0x7fffffffu;
+    if (a < 0x7f800000u) return C_FINITE;
+    return (b == 0xff800000u) ? C_NEGINF : C_POISON;
+}
+uint flag_of(uint c) { return c == C_FINITE ? F_FINITE : (c == C_POISON ? F_POISON : 0u); }
+float nan_value() { return uintBitsToFloat(0x7fc00000u); }
+float neg_inf() { return uintBitsToFloat(0xff800000u); }
+
+// exp on [-104, 0]: ln2 split in two (Cody-Waite) so r is exact to ~2^-32,
+// then a degree-7 Taylor polynomial on |r| <= ln2/2 (error < 2^-27),
+// scaled by 2^k in two steps so that subnormal results stay exact.
+float exp_accurate(float t) {
+    precise float k = floor(t * 1.44269504 + 0.5);
+    precise float r = (t - k * 0.693145752) - k * 1.42860677e-6;
+    float p = 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    int ki = int(k);
+    int k1 = ki / 2;
+    return ldexp(ldexp(p, k1), ki - k1);
+}
+
+// exp(t * inv_t) for t <= 0. exp(-inf) is undefined in Vulkan and t may be
+// -inf (an overflowed difference) or the statistic's sentinel: anything
+// below -104 underflows to 0 in fp32, so select 0 instead of calling exp.
+float scaled_exp(float t) {
+    float s = t * pc.inv_t;
+    float e = ACCURATE ? exp_accurate(max(s, -104.0)) : exp(max(s, -104.0));
+    return s > -104.0 ? e : 0.0;
+}
+
+// ---- group reductions: over a subgroup (SUBGROUP_ROWS) or the workgroup ----
+#ifdef USE_SUBGROUP
+// One slot per subgroup; sized for subgroups of one invocation, because the
+// subgroup size a driver reports is not always the one shaders get.
+shared float red_f[gl_WorkGroupSize.x];
+shared uint red_u[gl_WorkGroupSize.x];
+
+// Cross-subgroup step: every lane folds a strided slice of ALL subgroup
+// partials before the subgroup op, so that no partial is lost however many
+// subgroups there are relative to the subgroup size.
+float group_max(float v) {
+    v = subgroupMax(v);
+    if (SUBGROUP_ROWS) return v;
+    if (subgroupElect()) red_f[gl_SubgroupID] = v;
+    barrier();
+    float r = -FLT_MAX;
+    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r = max(r, red_f[i]);
+    r = subgroupMax(r);
+    barrier();  // red_f is reused by the next reduction
+    return r;
+}
+float group_add(float v) {
+    v = subgroupAdd(v);
+    if (SUBGROUP_ROWS) return v;
+    if (subgroupElect()) red_f[gl_SubgroupID] = v;
+    barrier();
+    float r = 0.0;
+    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r += red_f[i];
+    r = subgroupAdd(r);
+    barrier();
+    return r;
+}
+uint group_or(uint v) {
+    v = subgroupOr(v);
+    if (SUBGROUP_ROWS) return v;
+    if (subgroupElect()) red_u[gl_SubgroupID] = v;
+    barrier();
+    uint r = 0u;
+    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r |= red_u[i];
+    r = subgroupOr(r);
+    barrier();
+    return r;
+}
+uint group_size() { return SUBGROUP_ROWS ? gl_SubgroupSize : gl_WorkGroupSize.x; }
+uint group_lane() { return SUBGROUP_ROWS ? gl_SubgroupInvocationID : gl_LocalInvocationID.x; }
+uint groups_per_workgroup() { return SUBGROUP_ROWS ? gl_NumSubgroups : 1u; }
+uint group_index() { return SUBGROUP_ROWS ? gl_SubgroupID : 0u; }
+#else
+// Shared-memory tree over a power-of-two workgroup; each step folds the
+// upper half into the lower: red[i] = op(red[i], red[i + s]).
+shared float red_f[gl_WorkGroupSize.x];
+shared uint red_u[gl_WorkGroupSize.x];
+float group_max(float v) {
+    uint t = gl_LocalInvocationID.x;
+    red_f[t] = v;
+    barrier();
+    for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1u) {
+        if (t < s) red_f[t] = max(red_f[t], red_f[t + s]);
+        barrier();
+    }
+    float r = red_f[0];
+    barrier();
+    return r;
+}
+float group_add(float v) {
+    uint t = gl_LocalInvocationID.x;
+    red_f[t] = v;
+    barrier();
+    for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1u) {
+        if (t < s) red_f[t] = red_f[t] + red_f[t + s];
+        barrier();
+    }
+    float r = red_f[0];
+    barrier();
+    return r;
+}
+uint group_or(uint v) {
+    uint t = gl_LocalInvocationID.x;
+    red_u[t] = v;
+    barrier();
+    for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1u) {
+        if (t < s) red_u[t] = red_u[t] | red_u[t + s];
+        barrier();
+    }
+    uint r = red_u[0];
+    barrier();
+    return r;
+}
+uint group_size() { return gl_WorkGroupSize.x; }
+uint group_lane() { return gl_LocalInvocationID.x; }
+uint groups_per_workgroup() { return 1u; }
+uint group_index() { return 0u; }
+#endif
+
+// ---- the online statistic (m, d, flags) ----
+// m: max over finite elements (-FLT_MAX while there is none; emptiness is
+// told by F_FINITE, not by m); d = sum of exp((x - m) / T) over them.
+struct Stat { float m; float d; uint f; };
+Stat stat_empty() { return Stat(-FLT_MAX, 0.0, 0u); }
+// d is rescaled by exp(m_old - m_new) whenever the max grows.
+Stat stat_merge(Stat a, Stat b) {
+    float m = max(a.m, b.m);
+    return Stat(m, a.d * scaled_exp(a.m - m) + b.d * scaled_exp(b.m - m), a.f | b.f);
+}
+// All of a group's statistics merged into one, known to every lane.
+Stat group_stat(Stat s) {
+    float m = group_max(s.m);
+    uint f = group_or(s.f);
+    float d = group_add(s.d * scaled_exp(s.m - m));
+    return Stat(m, d, f);
+}

@@ -1,0 +1,79 @@
+#include "gpu_fixture.hpp"
+
+namespace vkstest {
+
+std::unique_ptr<Context> Gpu::ctx_;
+
+void Gpu::SetUpTestSuite() {
+    if (!ctx_) {
+        ContextOptions o;
+        o.validation = true;
+        if (const char* dev = std::getenv("VKSOFTMAX_DEVICE")) o.device = dev;
+        ctx_ = std::make_unique<Context>(o);
+    }
+}
+
+void Gpu::TearDown() {
+    const uint64_t now = ctx_->validation_errors();
+    if (now != errors_before_) {
+        std::string all;
+        for (const std::string& m : ctx_->validation_messages()) all += "\n  " + m;
+        ADD_FAILURE() << (now - errors_before_) << " validation message(s):" << all;
+    }
+}
+
+uint32_t fresh_seed() { return std::random_device{}(); }
+
+std::vector<float> random_logits(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.f, 4.f);
+    std::vector<float> x(n);
+    for (float& v : x) v = d(rng);
+    return x;
+}
+
+std::string describe(const Problem& p, const PlanOptions& opts) {
+    std::string s = std::string(dtype_name(p.dtype)) + (p.log ? " log-softmax " : " softmax ") + to_string(p.shape) +
+                    " T=" + std::to_string(p.temperature) +
+                    (p.precision == Precision::accurate ? " accurate" : "");
+    if (opts.path) s += std::string(" path=") + path_name(*opts.path);
+    if (opts.reduction == Reduction::shared) s += " reduction=shared";
+    if (opts.reduction == Reduction::subgroup) s += " reduction=subgroup";
+    if (opts.subgroup_size) s += " subgroup=" + std::to_string(opts.subgroup_size);
+    if (opts.chunk_elements) s += " chunk=" + std::to_string(opts.chunk_elements);
+    return s;
+}
+
+Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const PlanOptions& opts) {
+    Outcome out;
+    const size_t n = x.size();
+    std::vector<double> xd(n);
+    RunOptions ro;
+    ro.plan = opts;
+    if (p.dtype == Dtype::f32) {
+        std::vector<float> y(n);
+        out.plan = run(Gpu::ctx(), p, x.data(), y.data(), ro).plan;
+        out.got.assign(y.begin(), y.end());
+        xd.assign(x.begin(), x.end());
+    } else {
+        std::vector<uint16_t> xh(n), yh(n);
+        for (size_t i = 0; i < n; ++i) {
+            xh[i] = float_to_half(x[i]);
+            xd[i] = half_to_float(xh[i]);
+        }
+        out.plan = run(Gpu::ctx(), p, xh.data(), yh.data(), ro).plan;
+        out.got.resize(n);
+        for (size_t i = 0; i < n; ++i) out.got[i] = half_to_float(yh[i]);
+    }
+    out.ref.resize(n);
+    cpu::softmax(p, xd.data(), out.ref.data());
+    // Round the reference to the output's type: a log-softmax of -FLT_MAX
+    // beside FLT_MAX is -6.8e38 in float64 and -inf in fp32, correctly.
+    for (double& r : out.ref)
+        r = p.dtype == Dtype::f32 ? double(float(r)) : double(half_to_float(float_to_half(float(r))));
+    const Bound b = bound_for(p.dtype, p.log);
+    out.acc = compare(p, out.got, out.ref, b.floor);
+    return out;
+}
+
+}  // namespace vkstest

@@ -1,0 +1,168 @@
+// The CPU reference against closed-form values.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "vksoftmax/cpu.hpp"
+#include "vksoftmax/error.hpp"
+#include "vksoftmax/half.hpp"
+
+using namespace vksoftmax;
+
+namespace {
+const double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::vector<double> softmax_row(std::vector<double> x, bool log = false, double t = 1.0) {
+    Problem p;
+    p.shape = {1, x.size(), 1};
+    p.log = log;
+    p.temperature = t;
+    std::vector<double> y(x.size());
+    cpu::softmax(p, x.data(), y.data());
+    return y;
+}
+}  // namespace
+
+TEST(Cpu, LargeLogitsMatchClosedForm) {
+    // [1000, 1001, 1002]: e^{-2}, e^{-1}, 1 over their sum; naive exp overflows.
+    auto y = softmax_row({1000, 1001, 1002});
+    EXPECT_NEAR(y[0], 0.09003057317038046, 1e-15);
+    EXPECT_NEAR(y[1], 0.24472847105479764, 1e-15);
+    EXPECT_NEAR(y[2], 0.6652409557748219, 1e-15);
+}
+
+TEST(Cpu, ConstantRowIsUniform) {
+    auto y = softmax_row(std::vector<double>(7, -3.25));
+    for (double v : y) EXPECT_DOUBLE_EQ(v, 1.0 / 7.0);
+}
+
+TEST(Cpu, OneHotSaturates) {
+    // [0, 0, 100]: the others get e^{-100} / (1 + 2 e^{-100}).
+    auto y = softmax_row({0, 0, 100});
+    EXPECT_NEAR(y[2], 1.0, 1e-15);
+    EXPECT_NEAR(y[0] / std::exp(-100.0), 1.0, 1e-12);
+}
+
+TEST(Cpu, LogSoftmaxIdentities) {
+    auto l = softmax_row({0, 0}, true);
+    EXPECT_DOUBLE_EQ(l[0], -std::log(2.0));
+    std::vector<double> x = {0.5, -2, 3, 7.25, -0.125};
+    auto s = softmax_row(x), ls = softmax_row(x, true);
+    double sum = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        EXPECT_NEAR(ls[i], std::log(s[i]), 1e-14) << "element " << i;
+        // log-softmax is a shift: x_i - ls_i is the same for every i.
+        EXPECT_NEAR(x[i] - ls[i], x[0] - ls[0], 1e-14) << "element " << i;
+        sum += s[i];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-15);
+}
+
+TEST(Cpu, TemperatureDividesLogits) {
+    // softmax([0, 2 ln 2] / 2) = [1/3, 2/3].
+    auto y = softmax_row({0, 2 * std::log(2.0)}, false, 2.0);
+    EXPECT_NEAR(y[0], 1.0 / 3.0, 1e-15);
+    EXPECT_NEAR(y[1], 2.0 / 3.0, 1e-15);
+}
+
+TEST(Cpu, NonFiniteFollowsScipy) {
+    for (const auto& row : std::vector<std::vector<double>>{{kInf, 1, 2}, {1, kNaN, 2}, {-kInf, -kInf}}) {
+        for (bool log : {false, true})
+            for (double v : softmax_row(row, log)) EXPECT_TRUE(std::isnan(v)) << "log=" << log;
+    }
+    auto y = softmax_row({-kInf, 0, -kInf});
+    EXPECT_EQ(y[0], 0.0);
+    EXPECT_EQ(y[1], 1.0);
+    auto l = softmax_row({-kInf, 0}, true);
+    EXPECT_EQ(l[0], -kInf);
+    EXPECT_EQ(l[1], 0.0);
+}
+
+TEST(Cpu, ExtremeFiniteValues) {
+    auto y = softmax_row({-FLT_MAX, FLT_MAX});
+    EXPECT_EQ(y[0], 0.0);
+    EXPECT_EQ(y[1], 1.0);
+}
+
+TEST(Cpu, StridedAxisMatchesRows) {
+    // A 2x3 tensor, softmax over axis 0 (inner 3) equals column-wise softmax.
+    Problem p;
+    p.shape = shape_for_axis({2, 3}, 0);
+    ASSERT_EQ(p.shape.outer, 1u);
+    ASSERT_EQ(p.shape.axis, 2u);
+    ASSERT_EQ(p.shape.inner, 3u);
+    std::vector<double> x = {1, 2, 3, 4, 6, 3}, y(6);
+    cpu::softmax(p, x.data(), y.data());
+    for (int c = 0; c < 3; ++c) {
+        auto col = softmax_row({x[c], x[3 + c]});
+        EXPECT_DOUBLE_EQ(y[c], col[0]) << "column " << c;
+        EXPECT_DOUBLE_EQ(y[3 + c], col[1]) << "column " << c;
+    }
+}
+
+TEST(Cpu, ShapeForAxis) {
+    Shape s = shape_for_axis({2, 3, 4}, -1);
+    EXPECT_EQ(s.outer, 6u);
+    EXPECT_EQ(s.axis, 4u);
+    EXPECT_EQ(s.inner, 1u);
+    s = shape_for_axis({2, 3, 4}, 1);
+    EXPECT_EQ(s.outer, 2u);
+    EXPECT_EQ(s.axis, 3u);
+    EXPECT_EQ(s.inner, 4u);
+    EXPECT_THROW(shape_for_axis({2, 3, 4}, 3), Error);
+    EXPECT_THROW(shape_for_axis({2, 3, 4}, -4), Error);
+}
+
+TEST(Cpu, Float32AndFloat16Entries) {
+    Problem p;
+    p.shape = {1, 2, 1};
+    float xf[2] = {0.f, 0.f}, yf[2];
+    cpu::softmax(p, xf, yf);
+    EXPECT_EQ(yf[0], 0.5f);
+    p.dtype = Dtype::f16;
+    uint16_t xh[2] = {0x0000, 0x0000}, yh[2];
+    cpu::softmax(p, xh, yh);
+    EXPECT_EQ(yh[0], 0x3800) << "0.5 in binary16";
+}
+
+TEST(Cpu, RejectsBadTemperature) {
+    Problem p;
+    p.shape = {1, 2, 1};
+    double x[2] = {0, 1}, y[2];
+    for (double t : {0.0, -1.0, kInf, kNaN}) {
+        p.temperature = t;
+        EXPECT_THROW(cpu::softmax(p, x, y), Error) << "T=" << t;
+    }
+}
+
+TEST(Half, KnownValues) {
+    EXPECT_EQ(float_to_half(1.0f), 0x3C00);
+    EXPECT_EQ(float_to_half(-2.0f), 0xC000);
+    EXPECT_EQ(float_to_half(65504.0f), 0x7BFF);
+    EXPECT_EQ(float_to_half(65520.0f), 0x7C00) << "65520 rounds to inf";
+    EXPECT_EQ(float_to_half(65519.0f), 0x7BFF);
+    EXPECT_EQ(float_to_half(std::ldexp(1.0f, -24)), 0x0001) << "smallest subnormal";
+    EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)), 0x0000) << "a tie rounds to even (0)";
+    EXPECT_EQ(float_to_half(std::ldexp(3.0f, -25)), 0x0002) << "1.5 ulp rounds to even (2)";
+    EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3C00) << "tie at 1 + 2^-11 rounds to even";
+    EXPECT_EQ(float_to_half(std::ldexp(1.0f, -14)), 0x0400) << "smallest normal";
+    EXPECT_EQ(float_to_half(-std::numeric_limits<float>::infinity()), 0xFC00);
+    EXPECT_EQ(float_to_half(std::numeric_limits<float>::quiet_NaN()) & 0x7E00, 0x7E00);
+    EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));
+    EXPECT_EQ(half_to_float(0x3555), 0.333251953125f);
+}
+
+TEST(Half, EveryHalfRoundTrips) {
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+        const float f = half_to_float(static_cast<uint16_t>(h));
+        if (std::isnan(f)) {
+            EXPECT_TRUE(std::isnan(half_to_float(float_to_half(f)))) << std::hex << h;
+            continue;
+        }
+        ASSERT_EQ(float_to_half(f), h) << "binary16 0x" << std::hex << h << " -> " << f;
+    }
+}

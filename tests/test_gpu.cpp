@@ -1,0 +1,280 @@
+// The GPU paths against the float64 CPU reference, on fresh random inputs,
+// with the output poisoned (NaN) before each run.
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+#include "gpu_fixture.hpp"
+
+using namespace vkstest;
+
+namespace {
+
+const float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// The largest tensor a grid case may have: lavapipe runs ~10M elements/s.
+constexpr uint64_t kMaxGridElements = 1ull << 22;
+
+void expect_matches(const Problem& p, const PlanOptions& opts = {}, uint32_t seed = fresh_seed()) {
+    auto x = random_logits(p.shape.elements(), seed);
+    Outcome o = run_and_compare(p, x, opts);
+    const Bound b = bound_for(p.dtype, p.log);
+    EXPECT_TRUE(o.acc.within(b.rel, 0.0))
+        << describe(p, opts) << " via " << path_name(o.plan.path) << " (seed " << seed << "): " << o.acc.describe()
+        << "; bound: rel " << b.rel << " above " << b.floor;
+}
+
+void grid(std::initializer_list<uint64_t> cols) {
+    for (uint64_t c : cols)
+        for (uint64_t r : {1u, 3u, 64u, 1000u}) {
+            if (c * r > kMaxGridElements) continue;
+            for (Dtype dt : {Dtype::f32, Dtype::f16})
+                for (bool log : {false, true}) {
+                    Problem p;
+                    p.shape = {r, c, 1};
+                    p.dtype = dt;
+                    p.log = log;
+                    expect_matches(p);
+                }
+        }
+}
+
+}  // namespace
+
+TEST_F(Gpu, GridShortRows) { grid({1, 2, 3, 7, 31, 32, 33, 127, 128, 129}); }
+TEST_F(Gpu, GridMediumRows) { grid({1000, 4096, 4097}); }
+TEST_F(Gpu, GridLongRows) { grid({65537, 1u << 20}); }
+
+TEST_F(Gpu, EveryAxisOf3D) {
+    for (auto dims : {std::vector<uint64_t>{5, 7, 33}, std::vector<uint64_t>{4, 129, 3}, std::vector<uint64_t>{2, 3, 40000}})
+        for (int axis : {0, 1, 2, -1})
+            for (Dtype dt : {Dtype::f32, Dtype::f16})
+                for (bool log : {false, true}) {
+                    Problem p;
+                    p.shape = shape_for_axis(dims, axis);
+                    p.dtype = dt;
+                    p.log = log;
+                    expect_matches(p);
+                }
+}
+
+TEST_F(Gpu, Temperature) {
+    for (double t : {0.25, 3.0})
+        for (Shape s : {Shape{64, 1000, 1}, Shape{2, 65537, 1}, Shape{3, 5, 7}})
+            for (bool log : {false, true}) {
+                Problem p;
+                p.shape = s;
+                p.temperature = t;
+                p.log = log;
+                expect_matches(p);
+            }
+}
+
+TEST_F(Gpu, AccuratePrecision) {
+    for (Shape s : {Shape{64, 1000, 1}, Shape{2, 65537, 1}, Shape{100, 33, 1}})
+        for (bool log : {false, true}) {
+            Problem p;
+            p.shape = s;
+            p.log = log;
+            p.precision = Precision::accurate;
+            expect_matches(p);
+        }
+}
+
+// Every forced path with each reduction, including the in-shader fallback
+// that folds a row too long for the group's registers tile by tile.
+TEST_F(Gpu, ForcedPathsAndReductions) {
+    const bool sg = ctx().info().subgroup_arithmetic();
+    for (uint64_t cols : {1u, 33u, 1000u, 4097u, 70001u})
+        for (Path path : {Path::subgroup_row, Path::workgroup_row, Path::split})
+            for (Reduction red : {Reduction::subgroup, Reduction::shared}) {
+                if ((path == Path::subgroup_row || red == Reduction::subgroup) && !sg) continue;
+                if (path == Path::subgroup_row && red == Reduction::shared) continue;
+                for (bool log : {false, true}) {
+                    Problem p;
+                    p.shape = {cols > 4097 ? 2u : 7u, cols, 1};
+                    p.log = log;
+                    PlanOptions o;
+                    o.path = path;
+                    o.reduction = red;
+                    if (path == Path::split) o.chunk_elements = 1;  // one tile per chunk: the most partials
+                    expect_matches(p, o);
+                }
+            }
+}
+
+// A lost partial in a cross-subgroup or cross-workgroup reduction is only
+// visible when the max sits in the partial that is lost: row r carries a
+// spike 100 above its other elements (in [-1, 1]) at a position that moves
+// through every chunk, tile and subgroup across the rows.
+TEST_F(Gpu, SpikeInEveryPartial) {
+    struct Variant {
+        uint64_t cols;
+        PlanOptions opts;
+    };
+    std::vector<Variant> variants;
+    for (Reduction red : {Reduction::subgroup, Reduction::shared}) {
+        if (red == Reduction::subgroup && !ctx().info().subgroup_arithmetic()) continue;
+        PlanOptions wg, split;
+        wg.path = Path::workgroup_row;
+        wg.reduction = split.reduction = red;
+        split.path = Path::split;
+        split.chunk_elements = 1;
+        variants.push_back({4096, wg});
+        variants.push_back({32768, wg});
+        variants.push_back({65536 + 4, split});
+        if (red == Reduction::subgroup) {
+            PlanOptions sgr;
+            sgr.path = Path::subgroup_row;
+            variants.push_back({128, sgr});
+        }
+    }
+    const uint32_t seed = fresh_seed();
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> small(-1.f, 1.f);
+    for (const Variant& v : variants)
+        for (bool log : {false, true}) {
+            const uint64_t rows = 97;
+            Problem p;
+            p.shape = {rows, v.cols, 1};
+            p.log = log;
+            std::vector<float> x(rows * v.cols);
+            for (float& e : x) e = small(rng);
+            for (uint64_t r = 0; r < rows; ++r) x[r * v.cols + (r * v.cols / rows + r * 13) % v.cols] = 100.f;  // exp(99) overflows fp32: a lost max cannot hide
+            Outcome o = run_and_compare(p, x, v.opts);
+            EXPECT_TRUE(o.acc.within(1e-5, 0.0))
+                << describe(p, v.opts) << " (seed " << seed << "): " << o.acc.describe();
+        }
+}
+
+// SciPy/PyTorch semantics, checked exactly on every path.
+TEST_F(Gpu, NonFiniteRows) {
+    for (uint64_t cols : {7u, 1000u, 65537u})
+        for (Dtype dt : {Dtype::f32, Dtype::f16})
+            for (bool log : {false, true}) {
+                const uint32_t seed = fresh_seed();
+                auto x = random_logits(9 * cols, seed);
+                auto row = [&](uint64_t r) { return x.begin() + static_cast<long>(r * cols); };
+                const uint64_t at = (seed % (cols - 1)) + 1;
+                row(0)[at] = kNaN;                                    // NaN -> NaN row
+                row(1)[cols - 1 - at] = kInf;                         // +inf -> NaN row
+                std::fill(row(2), row(3), -kInf);                     // all -inf -> NaN row
+                for (uint64_t i = 0; i < cols; i += 2) row(3)[i] = -kInf;  // -inf elements -> 0 / -inf
+                std::fill(row(4), row(5), -kInf);
+                row(4)[at] = 1.5f;                                    // one finite among -inf -> 1 / 0
+                for (uint64_t i = 0; i < cols; ++i) row(5)[i] = (i % 3 == 0) ? FLT_MAX : -FLT_MAX;  // extremes
+                std::fill(row(6), row(7), 0.0f);
+                for (uint64_t i = 1; i < cols; i += 2) row(6)[i] = -0.0f;  // +-0: uniform
+                for (uint64_t i = 0; i < cols; ++i) row(7)[i] = (i & 1) ? 1e-40f : -1e-42f;  // subnormals
+                row(8)[at] = -kInf;
+                row(8)[0] = kNaN;  // NaN wins over -inf
+                if (dt == Dtype::f16)
+                    for (uint64_t i = 0; i < cols; ++i) row(5)[i] = (i % 3 == 0) ? 65504.f : -65504.f;
+                Problem p;
+                p.shape = {9, cols, 1};
+                p.dtype = dt;
+                p.log = log;
+                Outcome o = run_and_compare(p, x, {});
+                const std::string what = describe(p, {}) + " via " + path_name(o.plan.path);
+                EXPECT_EQ(o.acc.nonfinite_mismatches, 0u) << what << ": " << o.acc.describe();
+                for (uint64_t r : {0u, 1u, 2u, 8u})
+                    for (uint64_t i = 0; i < cols; ++i)
+                        ASSERT_TRUE(std::isnan(o.got[r * cols + i])) << what << ": row " << r << " element " << i;
+                for (uint64_t i = 0; i < cols; i += 2)
+                    ASSERT_EQ(o.got[3 * cols + i], log ? -INFINITY : 0.0) << what << ": -inf element " << i;
+                EXPECT_EQ(o.got[4 * cols + at], log ? 0.0 : 1.0) << what;
+                const Bound b = bound_for(dt, log);
+                EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << what << ": " << o.acc.describe();
+            }
+}
+
+TEST_F(Gpu, AxisLengthOneIsExactlyOne) {
+    for (bool log : {false, true}) {
+        Problem p;
+        p.shape = {1000, 1, 1};
+        p.log = log;
+        Outcome o = run_and_compare(p, random_logits(1000, fresh_seed()));
+        for (double v : o.got) ASSERT_EQ(v, log ? 0.0 : 1.0);
+    }
+}
+
+TEST_F(Gpu, MoreRowsThanMaxWorkgroupCount) {
+    const uint64_t max_groups = ctx().info().max_workgroup_count[0];
+    if (max_groups > (1u << 20)) GTEST_SKIP() << "maxComputeWorkGroupCount[0] = " << max_groups << " is too large to exceed here";
+    Problem p;
+    p.shape = {max_groups + 7, 2, 1};
+    PlanOptions o;
+    o.path = Path::workgroup_row;
+    auto x = random_logits(p.shape.elements(), fresh_seed());
+    Outcome out = run_and_compare(p, x, o);
+    EXPECT_EQ(out.plan.groups, max_groups) << "dispatch should be capped and the rows grid-strided";
+    EXPECT_TRUE(out.acc.within(1e-5, 0.0)) << out.acc.describe();
+}
+
+TEST_F(Gpu, RowOf16MElements) {
+    for (uint64_t cols : {1ull << 24, (1ull << 24) + 3}) {
+        Problem p;
+        p.shape = {1, cols, 1};
+        expect_matches(p);
+    }
+}
+
+TEST_F(Gpu, EmptyTensorDispatchesNothing) {
+    Problem p;
+    p.shape = {0, 128, 1};
+    float dummy = 0;
+    RunResult r = run(ctx(), p, &dummy, &dummy);
+    EXPECT_EQ(r.plan.passes, 0u);
+}
+
+TEST_F(Gpu, TimestampsGivePassTimes) {
+    if (!ctx().info().timestamps()) GTEST_SKIP() << "no timestamps on this device";
+    Problem p;
+    p.shape = {2, 65537, 1};
+    auto x = random_logits(p.shape.elements(), fresh_seed());
+    std::vector<float> y(x.size());
+    RunResult r = run(ctx(), p, x.data(), y.data());
+    ASSERT_TRUE(r.timed);
+    ASSERT_EQ(r.pass_ns.size(), 2u);
+    EXPECT_GT(r.pass_ns[0], 0.0);
+    EXPECT_GT(r.pass_ns[1], 0.0);
+    EXPECT_NEAR(r.gpu_ns, r.pass_ns[0] + r.pass_ns[1], 1e-6 * r.gpu_ns + 2 * ctx().info().timestamp_period);
+}
+
+TEST_F(Gpu, PlanRejectsWhatTheDeviceCannotHold) {
+    Problem p;
+    const uint64_t range = ctx().info().max_storage_buffer_range;
+    p.shape = {1, range / 4 + 1, 1};
+    try {
+        make_plan(ctx(), p);
+        FAIL() << "a tensor over maxStorageBufferRange (" << range << ") was planned";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+        EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange"), std::string::npos) << e.what();
+    }
+    p.shape = {1, 8, 1};
+    for (double t : {0.0, -2.0, double(kInf), double(kNaN), 1e-300}) {
+        p.temperature = t;
+        try {
+            make_plan(ctx(), p);
+            FAIL() << "temperature " << t << " was accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+        }
+    }
+}
+
+// Every subgroup size the device lets compute shaders require.
+TEST_F(Gpu, EveryRequiredSubgroupSize) {
+    const DeviceInfo& d = ctx().info();
+    if (!d.subgroup_size_control || !d.subgroup_arithmetic()) GTEST_SKIP() << "no subgroup size control";
+    for (uint32_t size = d.min_subgroup_size; size <= d.max_subgroup_size; size *= 2)
+        for (uint64_t cols : {33u, 1000u, 4097u, 65537u}) {
+            Problem p;
+            p.shape = {5, cols, 1};
+            PlanOptions o;
+            o.subgroup_size = size;
+            expect_matches(p, o);
+        }
+}
