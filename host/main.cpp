@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "npy.hpp"
+#include "output_file.hpp"
 #include "vksoftmax/error.hpp"
 
 namespace vksoftmax::cli {
@@ -19,6 +21,12 @@ int guarded(const std::function<int()>& body) {
             case ErrorKind::unsupported: return Exit::no_device;
             default: return Exit::device_error;
         }
+    } catch (const npy::FormatError& e) {
+        fmt::print(stderr, "vksoftmax: {}\n", e.what());
+        return Exit::bad_input;
+    } catch (const FileError& e) {
+        fmt::print(stderr, "vksoftmax: {}\n", e.what());
+        return Exit::bad_input;
     } catch (const std::bad_alloc&) {
         fmt::print(stderr, "vksoftmax: out of host memory\n");
         return Exit::device_error;
@@ -38,6 +46,7 @@ int main(int argc, char** argv) {
     app.footer("Run 'vksoftmax SUBCOMMAND --help' for a subcommand's options and an example.");
     Command devices = add_devices(app);
     Command demo = add_demo(app);
+    Command run = add_run(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -54,6 +63,7 @@ int main(int argc, char** argv) {
         const std::string& name = sub->get_name();
         if (name == "devices") return guarded(devices);
         if (name == "demo") return guarded(demo);
+        if (name == "run") return guarded(run);
     }
     return Exit::usage;
 }

@@ -1,0 +1,154 @@
+// vksoftmax run: softmax of a .npy tensor along one axis, on the GPU or CPU.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "npy.hpp"
+#include "output_file.hpp"
+#include "tensor.hpp"
+#include "vksoftmax/accuracy.hpp"
+#include "vksoftmax/context.hpp"
+#include "vksoftmax/cpu.hpp"
+#include "vksoftmax/error.hpp"
+#include "vksoftmax/run.hpp"
+
+namespace vksoftmax::cli {
+namespace {
+
+struct RunArgs {
+    std::string input, output, backend = "gpu", device;
+    int axis = -1;
+    bool log = false, check = false, time = false, json = false;
+    double temperature = 1.0;
+};
+
+std::string shape_text(const std::vector<uint64_t>& dims) {
+    std::string s = "(";
+    for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+    return s + (dims.size() == 1 ? ",)" : ")");
+}
+
+int run_command(const RunArgs& a) {
+    if (!(a.temperature > 0.0) || !std::isfinite(a.temperature))
+        throw Error(ErrorKind::invalid_argument,
+                    fmt::format("--temperature must be positive and finite, got {}", a.temperature));
+    if (a.backend != "gpu" && a.backend != "cpu")
+        throw Error(ErrorKind::invalid_argument, "--backend must be gpu or cpu, got '" + a.backend + "'");
+
+    Tensor t = load_tensor(a.input);
+    const int rank = static_cast<int>(t.dims.size());
+    if (a.axis < -std::max(rank, 1) || a.axis >= std::max(rank, 1))
+        throw Error(ErrorKind::invalid_argument, fmt::format("--axis {} is out of range for '{}' of shape {}", a.axis,
+                                                             a.input, shape_text(t.dims)));
+    Problem p;
+    p.dtype = t.dtype;
+    p.log = a.log;
+    p.temperature = a.temperature;
+    p.shape = memory_shape(t, a.axis);
+    OutputFile out(a.output);  // fails now if the output cannot be written
+
+    std::vector<uint8_t> result(t.data.size());
+    nlohmann::json report = {{"input", a.input},     {"output", a.output},  {"shape", t.dims},
+                             {"dtype", dtype_name(p.dtype)}, {"axis", a.axis}, {"log", a.log},
+                             {"temperature", a.temperature}, {"backend", a.backend}};
+    std::string device_name = "CPU reference";
+    RunResult gpu;
+    double cpu_ms = 0;
+    if (p.shape.elements() > 0) {
+        if (a.backend == "gpu") {
+            Context ctx(ContextOptions{a.device});
+            device_name = ctx.info().name;
+            gpu = vksoftmax::run(ctx, p, t.data.data(), result.data());
+            report["path"] = path_name(gpu.plan.path);
+            report["passes"] = gpu.plan.passes;
+        } else {
+            const auto start = std::chrono::steady_clock::now();
+            if (p.dtype == Dtype::f32)
+                cpu::softmax(p, reinterpret_cast<const float*>(t.data.data()), reinterpret_cast<float*>(result.data()));
+            else
+                cpu::softmax(p, reinterpret_cast<const uint16_t*>(t.data.data()),
+                             reinterpret_cast<uint16_t*>(result.data()));
+            cpu_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        }
+    }
+    report["device"] = device_name;
+
+    bool check_ok = true;
+    if (a.check) {
+        const std::vector<double> ref = reference(t, p), got = to_double(result, p.dtype);
+        const bool f32 = p.dtype == Dtype::f32;
+        const double rel = f32 ? 1e-5 : 2e-3;
+        const Accuracy acc = compare(p, got, ref, a.log ? 1.0 : (f32 ? 1e-30 : 6.103515625e-05));
+        const bool sums_ok = acc.max_row_sum_error <= rel;
+        check_ok = acc.within(rel, 0.0) && sums_ok;
+        report["check"] = {{"max_abs_error", acc.max_abs},
+                           {"max_rel_error", acc.max_rel},
+                           {"max_row_sum_error", acc.max_row_sum_error},
+                           {"nonfinite_mismatches", acc.nonfinite_mismatches},
+                           {"rel_bound", rel},
+                           {"rows_sum_to_one", sums_ok},
+                           {"ok", check_ok}};
+        if (!a.json)
+            fmt::print("check against the CPU reference (float64): max abs error {:.3g}, max rel error {:.3g} "
+                       "(bound {:g}), max |row sum - 1| {:.3g}: rows {} to 1{}; {}\n",
+                       acc.max_abs, acc.max_rel, rel, acc.max_row_sum_error, sums_ok ? "sum" : "do NOT sum",
+                       acc.nonfinite_mismatches ? fmt::format(", {} non-finite mismatches", acc.nonfinite_mismatches) : "",
+                       check_ok ? "ok" : "FAILED");
+    }
+    if (a.time) {
+        const double bytes = 2.0 * static_cast<double>(result.size());
+        if (a.backend == "gpu" && gpu.timed) {
+            report["gpu_ns"] = gpu.gpu_ns;
+            report["pass_ns"] = gpu.pass_ns;
+            report["gb_per_s"] = gpu.gpu_ns > 0 ? bytes / gpu.gpu_ns : 0.0;
+            if (!a.json) {
+                std::string passes;
+                for (size_t i = 0; i < gpu.pass_ns.size(); ++i)
+                    passes += fmt::format("{}pass {}: {:.1f} us", i ? ", " : "", i + 1, gpu.pass_ns[i] / 1e3);
+                fmt::print("GPU time {:.1f} us ({}), {:.1f} GB/s effective (2 x {} bytes)\n", gpu.gpu_ns / 1e3,
+                           passes, gpu.gpu_ns > 0 ? bytes / gpu.gpu_ns : 0.0, result.size());
+            }
+        } else if (a.backend == "gpu") {
+            report["gpu_ns"] = nullptr;
+            if (!a.json) fmt::print("GPU time: not available (no timestamps on {})\n", device_name);
+        } else {
+            report["cpu_ms"] = cpu_ms;
+            if (!a.json) fmt::print("CPU time {:.2f} ms\n", cpu_ms);
+        }
+    }
+
+    out.commit(npy::encode(p.dtype == Dtype::f32 ? npy::Kind::f32 : npy::Kind::f16, t.dims, t.fortran_order,
+                           result.data(), result.size()));
+    if (a.json)
+        fmt::print("{}\n", report.dump(2));
+    else
+        fmt::print("wrote {}: {} over axis {} of {} {} on {}\n", a.output, a.log ? "log-softmax" : "softmax", a.axis,
+                   dtype_name(p.dtype), shape_text(t.dims), device_name);
+    return check_ok ? int(Exit::ok) : int(Exit::failed_check);
+}
+
+}  // namespace
+
+Command add_run(CLI::App& app) {
+    auto* sub = app.add_subcommand("run", "Softmax of a .npy tensor along one axis");
+    auto a = std::make_shared<RunArgs>();
+    sub->add_option("-i,--input", a->input, "Input .npy (float32 or float16; float64/integers are converted to float32)")
+        ->required();
+    sub->add_option("-o,--output", a->output, "Output .npy (same shape; written only on success)")->required();
+    sub->add_option("--axis", a->axis, "Axis to normalize; negative counts from the end (default -1)");
+    sub->add_flag("--log", a->log, "log-softmax instead of softmax");
+    sub->add_option("--temperature", a->temperature, "softmax(x / T), T > 0 (default 1)");
+    sub->add_option("--backend", a->backend, "gpu (default) or cpu (the float64 reference)");
+    sub->add_option("--device", a->device, "Device index or part of its name (see 'vksoftmax devices')");
+    sub->add_flag("--check", a->check, "Also compute the CPU reference and report the error");
+    sub->add_flag("--time", a->time, "Report the GPU time of each pass and the effective bandwidth");
+    sub->add_flag("--json", a->json, "Print one JSON object with everything above");
+    sub->footer("Example: vksoftmax run -i logits.npy -o probs.npy --axis 1 --check --time");
+    return [a]() { return run_command(*a); };
+}
+
+}  // namespace vksoftmax::cli

@@ -1,0 +1,98 @@
+#include "tensor.hpp"
+
+#include <fmt/core.h>
+
+#include <cstring>
+
+#include "npy.hpp"
+#include "output_file.hpp"
+#include "vksoftmax/cpu.hpp"
+#include "vksoftmax/half.hpp"
+
+namespace vksoftmax::cli {
+namespace {
+
+template <typename T>
+void convert(const std::vector<uint8_t>& in, std::vector<float>& out) {
+    for (size_t i = 0; i < out.size(); ++i) {
+        T v;
+        std::memcpy(&v, in.data() + i * sizeof(T), sizeof(T));
+        out[i] = static_cast<float>(v);
+    }
+}
+
+}  // namespace
+
+Tensor load_tensor(const std::string& path) {
+    npy::Array a;
+    try {
+        a = npy::read(path);
+    } catch (const npy::FormatError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw FileError(e.what());
+    }
+    Tensor t;
+    t.dims = a.header.shape;
+    t.fortran_order = a.header.fortran_order;
+    const npy::Kind k = a.header.kind;
+    if (k == npy::Kind::f32 || k == npy::Kind::f16) {
+        t.dtype = k == npy::Kind::f32 ? Dtype::f32 : Dtype::f16;
+        t.data = std::move(a.data);
+        return t;
+    }
+    fmt::print(stderr, "vksoftmax: note: '{}' holds {}; converting to float32, and the output is float32\n", path,
+               npy::kind_descr(k));
+    std::vector<float> f(a.header.elements());
+    switch (k) {
+        case npy::Kind::f64: convert<double>(a.data, f); break;
+        case npy::Kind::i8: convert<int8_t>(a.data, f); break;
+        case npy::Kind::i16: convert<int16_t>(a.data, f); break;
+        case npy::Kind::i32: convert<int32_t>(a.data, f); break;
+        case npy::Kind::i64: convert<int64_t>(a.data, f); break;
+        case npy::Kind::u8: case npy::Kind::b1: convert<uint8_t>(a.data, f); break;
+        case npy::Kind::u16: convert<uint16_t>(a.data, f); break;
+        case npy::Kind::u32: convert<uint32_t>(a.data, f); break;
+        case npy::Kind::u64: convert<uint64_t>(a.data, f); break;
+        default: break;
+    }
+    t.dtype = Dtype::f32;
+    t.data.resize(f.size() * sizeof(float));
+    std::memcpy(t.data.data(), f.data(), t.data.size());
+    return t;
+}
+
+Shape memory_shape(const Tensor& t, int axis) {
+    if (!t.fortran_order || t.dims.empty()) return shape_for_axis(t.dims, axis);
+    const int rank = static_cast<int>(t.dims.size());
+    const int a = axis < 0 ? axis + rank : axis;
+    std::vector<uint64_t> reversed(t.dims.rbegin(), t.dims.rend());
+    return shape_for_axis(reversed, rank - 1 - a);
+}
+
+std::vector<double> to_double(const std::vector<uint8_t>& bytes, Dtype dtype) {
+    std::vector<double> out(bytes.size() / dtype_size(dtype));
+    for (size_t i = 0; i < out.size(); ++i) {
+        if (dtype == Dtype::f32) {
+            float v;
+            std::memcpy(&v, bytes.data() + 4 * i, 4);
+            out[i] = v;
+        } else {
+            uint16_t h;
+            std::memcpy(&h, bytes.data() + 2 * i, 2);
+            out[i] = half_to_float(h);
+        }
+    }
+    return out;
+}
+
+std::vector<double> reference(const Tensor& t, const Problem& p) {
+    std::vector<double> x = to_double(t.data, t.dtype), y(x.size());
+    cpu::softmax(p, x.data(), y.data());
+    // Rounded to the output type, as the GPU's result is.
+    for (double& v : y)
+        v = p.dtype == Dtype::f32 ? double(float(v)) : double(half_to_float(float_to_half(float(v))));
+    return y;
+}
+
+}  // namespace vksoftmax::cli

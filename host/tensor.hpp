@@ -1,0 +1,32 @@
+// A tensor read from a .npy file, as the engine takes it: float32 or
+// float16 bytes in file order, with the shape and memory order of the file.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vksoftmax/types.hpp"
+
+namespace vksoftmax::cli {
+
+struct Tensor {
+    std::vector<uint64_t> dims;
+    bool fortran_order = false;
+    Dtype dtype = Dtype::f32;
+    std::vector<uint8_t> data;
+};
+
+// Reads a .npy file. float64, integer and bool arrays are converted to
+// float32, with a note on stderr. Throws npy::FormatError or FileError.
+Tensor load_tensor(const std::string& path);
+
+// The (outer, axis, inner) view of the data in memory for softmax along
+// `axis` of the array's logical shape. A Fortran-order (a, b, c) array is
+// a C-order (c, b, a) one, so its axis k is memory axis rank - 1 - k.
+Shape memory_shape(const Tensor& t, int axis);
+
+std::vector<double> to_double(const std::vector<uint8_t>& bytes, Dtype dtype);
+// The float64 CPU reference of `p` on the tensor's values.
+std::vector<double> reference(const Tensor& t, const Problem& p);
+
+}  // namespace vksoftmax::cli

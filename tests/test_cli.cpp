@@ -1,0 +1,337 @@
+// End-to-end tests of the vksoftmax binary: .npy files written here byte by
+// byte (not with the CLI's own writer), every subcommand's happy path, and
+// every bad input the CLI promises a clear error for: exit code, message,
+// and a pre-existing output left exactly as it was.
+#include <gtest/gtest.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "vksoftmax/cpu.hpp"
+#include "vksoftmax/half.hpp"
+
+#ifndef VKSOFTMAX_CLI
+#error "VKSOFTMAX_CLI must name the built binary"
+#endif
+
+namespace {
+
+struct Result {
+    int code;
+    std::string out, err;
+};
+
+class Cli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/vksoftmax-cli-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+    }
+    void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+    std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+    Result cli(const std::string& args) const {
+        const std::string out = path("stdout.txt"), err = path("stderr.txt");
+        const int status = std::system((std::string(VKSOFTMAX_CLI) + " " + args + " >" + out + " 2>" + err).c_str());
+        return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
+    }
+
+    static std::string slurp(const std::string& p) {
+        std::ifstream f(p, std::ios::binary);
+        std::stringstream s;
+        s << f.rdbuf();
+        return s.str();
+    }
+    static void spit(const std::string& p, const std::string& bytes) {
+        std::ofstream f(p, std::ios::binary);
+        f << bytes;
+    }
+
+    // A version 1.0 .npy, header padded to 64 bytes as NumPy does.
+    static std::string npy(const std::string& descr, const std::string& shape, const std::string& data,
+                           bool fortran = false, const std::string& dict_override = "") {
+        std::string dict = dict_override.empty() ? "{'descr': '" + descr + "', 'fortran_order': " +
+                                                       (fortran ? "True" : "False") + ", 'shape': " + shape + ", }"
+                                                 : dict_override;
+        const size_t total = 10 + dict.size() + 1;
+        dict.append((64 - total % 64) % 64, ' ');
+        dict += '\n';
+        std::string h = std::string("\x93NUMPY\x01\x00", 8);
+        h += static_cast<char>(dict.size() & 0xff);
+        h += static_cast<char>(dict.size() >> 8);
+        return h + dict + data;
+    }
+    template <typename T>
+    static std::string bytes_of(const std::vector<T>& v) {
+        return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    }
+    static std::vector<float> logits(size_t n) {
+        std::mt19937 rng(std::random_device{}());
+        std::normal_distribution<float> d(0.f, 4.f);
+        std::vector<float> x(n);
+        for (float& v : x) v = d(rng);
+        return x;
+    }
+    // The data of an output .npy, read after its header.
+    static std::string data_of(const std::string& file) {
+        const std::string b = slurp(file);
+        if (b.size() < 10) return "";
+        const size_t len = static_cast<unsigned char>(b[8]) | (static_cast<unsigned char>(b[9]) << 8);
+        return b.substr(10 + len);
+    }
+    static std::string header_of(const std::string& file) {
+        const std::string b = slurp(file);
+        if (b.size() < 10) return "";
+        const size_t len = static_cast<unsigned char>(b[8]) | (static_cast<unsigned char>(b[9]) << 8);
+        return b.substr(10, len);
+    }
+
+    // Expects `args` to fail with `code` and a one-line message containing
+    // `needle`, leaving the pre-existing output untouched.
+    void expect_failure(const std::string& args, int code, const std::string& needle) {
+        const std::string sentinel = "previous output, must survive";
+        spit(path("out.npy"), sentinel);
+        Result r = cli(args + " -o " + path("out.npy"));
+        EXPECT_EQ(r.code, code) << args << "\nstderr: " << r.err;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": stderr lacks '" << needle << "': " << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "want one line: " << r.err;
+        EXPECT_EQ(slurp(path("out.npy")), sentinel) << args << ": the existing output was changed";
+        EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+    }
+
+    std::string dir_;
+};
+
+TEST_F(Cli, VersionAndHelp) {
+    Result v = cli("--version");
+    EXPECT_EQ(v.code, 0);
+    EXPECT_NE(v.out.find("vksoftmax "), std::string::npos) << v.out;
+    for (const char* sub : {"run", "devices", "demo"}) {
+        Result h = cli(std::string(sub) + " --help");
+        EXPECT_EQ(h.code, 0) << sub;
+        EXPECT_NE(h.out.find("Example: vksoftmax " + std::string(sub)), std::string::npos) << sub << ": " << h.out;
+    }
+    EXPECT_EQ(cli("").code, 2) << "no subcommand is a usage error";
+    EXPECT_EQ(cli("frobnicate").code, 2);
+}
+
+TEST_F(Cli, DevicesListsTheDefault) {
+    Result r = cli("devices");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("*0:"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("subgroup size"), std::string::npos) << r.out;
+    Result j = cli("devices --json");
+    ASSERT_EQ(j.code, 0) << j.err;
+    for (const char* key : {"\"subgroup_size\"", "\"fp16_storage\"", "\"timestamps\"", "\"max_storage_buffer_range\"",
+                            "\"default\": true", "\"subgroup_operations\"", "\"api_version\""})
+        EXPECT_NE(j.out.find(key), std::string::npos) << key << " missing from " << j.out;
+}
+
+TEST_F(Cli, DemoChecksBothPaths) {
+    Result r = cli("demo");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("device: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("workgroup-row"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("split"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("max rel error"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("FAILED"), std::string::npos) << r.out;
+}
+
+// Every axis of a 3-D tensor, both dtypes, both backends, log and
+// temperature: the output file against the float64 reference.
+TEST_F(Cli, RoundTripsMatchTheReference) {
+    const std::vector<uint64_t> dims = {3, 17, 5};
+    const auto x = logits(3 * 17 * 5);
+    std::vector<uint16_t> xh(x.size());
+    for (size_t i = 0; i < x.size(); ++i) xh[i] = vksoftmax::float_to_half(x[i]);
+    spit(path("x32.npy"), npy("<f4", "(3, 17, 5)", bytes_of(x)));
+    spit(path("x16.npy"), npy("<f2", "(3, 17, 5)", bytes_of(xh)));
+    for (const char* backend : {"gpu", "cpu"})
+        for (bool f16 : {false, true})
+            for (int axis : {0, 1, 2, -1})
+                for (const std::string extra : {"", " --log", " --temperature 0.5"}) {
+                    const std::string in = path(f16 ? "x16.npy" : "x32.npy"), out = path("y.npy");
+                    const std::string args = "run -i " + in + " -o " + out + " --axis " + std::to_string(axis) +
+                                             " --backend " + backend + extra;
+                    Result r = cli(args);
+                    ASSERT_EQ(r.code, 0) << args << ": " << r.err;
+                    EXPECT_NE(header_of(out).find(f16 ? "'<f2'" : "'<f4'"), std::string::npos) << header_of(out);
+                    EXPECT_NE(header_of(out).find("(3, 17, 5)"), std::string::npos) << header_of(out);
+                    vksoftmax::Problem p;
+                    p.shape = vksoftmax::shape_for_axis(dims, axis);
+                    p.dtype = f16 ? vksoftmax::Dtype::f16 : vksoftmax::Dtype::f32;
+                    p.log = extra == " --log";
+                    p.temperature = extra.empty() || p.log ? 1.0 : 0.5;
+                    std::vector<double> xd(x.size()), ref(x.size());
+                    for (size_t i = 0; i < x.size(); ++i) xd[i] = f16 ? vksoftmax::half_to_float(xh[i]) : x[i];
+                    vksoftmax::cpu::softmax(p, xd.data(), ref.data());
+                    const std::string d = data_of(out);
+                    ASSERT_EQ(d.size(), x.size() * (f16 ? 2 : 4)) << args;
+                    const double rel = f16 ? 2e-3 : 1e-5, floor = p.log ? 1.0 : (f16 ? 6.1e-5 : 1e-30);
+                    for (size_t i = 0; i < x.size(); ++i) {
+                        double got;
+                        if (f16) {
+                            uint16_t h;
+                            std::memcpy(&h, d.data() + 2 * i, 2);
+                            got = vksoftmax::half_to_float(h);
+                        } else {
+                            float f;
+                            std::memcpy(&f, d.data() + 4 * i, 4);
+                            got = f;
+                        }
+                        ASSERT_LE(std::fabs(got - ref[i]), rel * std::max(std::fabs(ref[i]), floor))
+                            << args << ": element " << i << " got " << got << " want " << ref[i];
+                    }
+                }
+}
+
+TEST_F(Cli, FortranOrderKeepsItsLayout) {
+    // A (2, 3) Fortran array stores column-major: memory [a00 a10 a01 a11 a02 a12].
+    const std::vector<float> mem = {0, 3, 1, 4, 2, 5};
+    spit(path("f.npy"), npy("<f4", "(2, 3)", bytes_of(mem), true));
+    Result r = cli("run -i " + path("f.npy") + " -o " + path("y.npy") + " --axis 1");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(header_of(path("y.npy")).find("'fortran_order': True"), std::string::npos);
+    const std::string d = data_of(path("y.npy"));
+    ASSERT_EQ(d.size(), 24u);
+    std::vector<float> y(6);
+    std::memcpy(y.data(), d.data(), 24);
+    // Row 0 is (0, 1, 2) at memory 0, 2, 4: softmax along it.
+    const double s = 1 + std::exp(1.0) + std::exp(2.0);
+    EXPECT_NEAR(y[0], 1 / s, 1e-6);
+    EXPECT_NEAR(y[2], std::exp(1.0) / s, 1e-6);
+    EXPECT_NEAR(y[4], std::exp(2.0) / s, 1e-6);
+    EXPECT_NEAR(y[1], 1 / s, 1e-6) << "row 1 is (3, 4, 5): the same softmax";
+}
+
+TEST_F(Cli, CheckTimeAndJson) {
+    spit(path("x.npy"), npy("<f4", "(64, 1000)", bytes_of(logits(64000))));
+    Result r = cli("run -i " + path("x.npy") + " -o " + path("y.npy") + " --check --time");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("max rel error"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("rows sum to 1"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("GPU time"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("GB/s"), std::string::npos) << r.out;
+    Result j = cli("run -i " + path("x.npy") + " -o " + path("y.npy") + " --check --time --json");
+    ASSERT_EQ(j.code, 0) << j.err;
+    for (const char* key : {"\"check\"", "\"max_rel_error\"", "\"gpu_ns\"", "\"pass_ns\"", "\"gb_per_s\"", "\"path\"",
+                            "\"ok\": true", "\"device\""})
+        EXPECT_NE(j.out.find(key), std::string::npos) << key << " missing: " << j.out;
+}
+
+TEST_F(Cli, ConvertsFloat64AndIntegersWithANote) {
+    spit(path("d.npy"), npy("<f8", "(2, 2)", bytes_of(std::vector<double>{0, std::log(3.0), 1, 1})));
+    Result r = cli("run -i " + path("d.npy") + " -o " + path("y.npy"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("converting to float32"), std::string::npos) << r.err;
+    EXPECT_NE(header_of(path("y.npy")).find("'<f4'"), std::string::npos);
+    std::vector<float> y(4);
+    std::memcpy(y.data(), data_of(path("y.npy")).data(), 16);
+    EXPECT_NEAR(y[0], 0.25, 1e-6);
+    EXPECT_NEAR(y[1], 0.75, 1e-6);
+    spit(path("i.npy"), npy("<i8", "(3,)", bytes_of(std::vector<int64_t>{1, 1, 1})));
+    r = cli("run -i " + path("i.npy") + " -o " + path("y.npy") + " --backend cpu");
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::memcpy(y.data(), data_of(path("y.npy")).data(), 12);
+    EXPECT_NEAR(y[2], 1.0 / 3.0, 1e-7);
+}
+
+TEST_F(Cli, ZeroSizeTensorGivesZeroSizeOutput) {
+    spit(path("z.npy"), npy("<f4", "(0, 5)", ""));
+    Result r = cli("run -i " + path("z.npy") + " -o " + path("y.npy"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(header_of(path("y.npy")).find("(0, 5)"), std::string::npos);
+    EXPECT_EQ(data_of(path("y.npy")).size(), 0u);
+}
+
+TEST_F(Cli, BadInputsFailClearly) {
+    const std::string good = bytes_of(std::vector<float>{1, 2, 3, 4, 5, 6});
+    spit(path("good.npy"), npy("<f4", "(2, 3)", good));
+    spit(path("empty.npy"), "");
+    spit(path("text.npy"), "hello, this is not an array\n");
+    spit(path("trunc.npy"), npy("<f4", "(2, 3)", good.substr(0, 10)));
+    spit(path("extra.npy"), npy("<f4", "(2, 3)", good + "xx"));
+    spit(path("lying.npy"), npy("<f4", "(4, 3)", good));
+    spit(path("absurd.npy"), npy("<f4", "(99999999999, 99999999999, 99999999999)", good));
+    spit(path("bigend.npy"), npy(">f4", "(2, 3)", good));
+    spit(path("complex.npy"), npy("<c8", "(3,)", good));
+    spit(path("garbled.npy"), npy("", "", good, false, "{'descr': '<f4', 'shape': (2, 3), 'fortran_order': Maybe}"));
+    spit(path("nokey.npy"), npy("", "", good, false, "{'descr': '<f4', 'shape': (2, 3)}"));
+    std::string badlen = npy("<f4", "(2, 3)", good);
+    badlen[8] = '\xff';
+    badlen[9] = '\x7f';
+    spit(path("badlen.npy"), badlen);
+    std::string ver = npy("<f4", "(2, 3)", good);
+    ver[6] = 9;
+    spit(path("version.npy"), ver);
+
+    expect_failure("run -i " + path("missing.npy"), 3, "missing.npy");
+    expect_failure("run -i " + dir_, 3, dir_);
+    expect_failure("run -i " + path("empty.npy"), 3, "empty");
+    expect_failure("run -i " + path("text.npy"), 3, "not a .npy file");
+    expect_failure("run -i " + path("trunc.npy"), 3, "truncated");
+    expect_failure("run -i " + path("extra.npy"), 3, "extra bytes");
+    expect_failure("run -i " + path("lying.npy"), 3, "shape needs 48 bytes");
+    expect_failure("run -i " + path("absurd.npy"), 3, "2^64");
+    expect_failure("run -i " + path("bigend.npy"), 3, "big-endian");
+    expect_failure("run -i " + path("complex.npy"), 3, "'<c8' is not a supported dtype");
+    expect_failure("run -i " + path("garbled.npy"), 3, "fortran_order");
+    expect_failure("run -i " + path("nokey.npy"), 3, "missing key 'fortran_order'");
+    expect_failure("run -i " + path("badlen.npy"), 3, "header");
+    expect_failure("run -i " + path("version.npy"), 3, "version 9.0");
+    expect_failure("run -i " + path("good.npy") + " --axis 2", 2, "--axis 2 is out of range");
+    expect_failure("run -i " + path("good.npy") + " --axis -3", 2, "--axis -3 is out of range");
+    expect_failure("run -i " + path("good.npy") + " --temperature 0", 2, "--temperature");
+    expect_failure("run -i " + path("good.npy") + " --temperature -1", 2, "--temperature");
+    expect_failure("run -i " + path("good.npy") + " --temperature inf", 2, "--temperature");
+    expect_failure("run -i " + path("good.npy") + " --temperature nan", 2, "--temperature");
+    expect_failure("run -i " + path("good.npy") + " --backend tpu", 2, "--backend");
+    expect_failure("run -i " + path("good.npy") + " --device 99", 4, "device index 99");
+    expect_failure("run -i " + path("good.npy") + " --device nosuchgpu", 4, "nosuchgpu");
+    expect_failure("run --axis 1", 2, "--input is required");
+
+    // Unwritable outputs: nothing is computed, nothing is left behind.
+    Result r = cli("run -i " + path("good.npy") + " -o " + path("no/such/dir/y.npy"));
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find("No such file or directory"), std::string::npos) << r.err;
+    r = cli("run -i " + path("good.npy") + " -o " + dir_);
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+    if (geteuid() != 0) {
+        mkdir(path("ro").c_str(), 0555);
+        r = cli("run -i " + path("good.npy") + " -o " + path("ro/y.npy"));
+        EXPECT_EQ(r.code, 3) << r.err;
+    }
+    // No temporary file survives any failure.
+    DIR* d = opendir(dir_.c_str());
+    ASSERT_NE(d, nullptr);
+    while (dirent* e = readdir(d)) EXPECT_EQ(std::strstr(e->d_name, ".tmp-"), nullptr) << "left behind: " << e->d_name;
+    closedir(d);
+}
+
+// A tensor larger than the device's maxStorageBufferRange: a clear error
+// (exit 4) that points at the CPU backend, never a wrong answer.
+TEST_F(Cli, TensorTooLargeForTheDevice) {
+    Result j = cli("devices --json");
+    const size_t at = j.out.find("\"max_storage_buffer_range\": ");
+    ASSERT_NE(at, std::string::npos);
+    const unsigned long long range = std::stoull(j.out.substr(at + 28));
+    if (range > (1ull << 28)) GTEST_SKIP() << "maxStorageBufferRange " << range << " is too large to exceed cheaply";
+    const uint64_t n = range / 4 + 4;
+    std::string data(n * 4, '\0');
+    spit(path("big.npy"), npy("<f4", "(" + std::to_string(n) + ",)", data));
+    expect_failure("run -i " + path("big.npy"), 4, "maxStorageBufferRange");
+}
+
+}  // namespace
