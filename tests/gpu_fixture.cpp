@@ -1,5 +1,7 @@
 #include "gpu_fixture.hpp"
 
+#include <cstdio>
+
 namespace vkstest {
 
 std::unique_ptr<Context> Gpu::ctx_;
@@ -10,6 +12,9 @@ void Gpu::SetUpTestSuite() {
         o.validation = true;
         if (const char* dev = std::getenv("VKSOFTMAX_DEVICE")) o.device = dev;
         ctx_ = std::make_unique<Context>(o);
+        std::printf("GPU tests on %s (%s), subgroup size %u, validation layer %s\n", ctx_->info().name.c_str(),
+                    ctx_->info().driver_info.c_str(), ctx_->info().subgroup_size,
+                    ctx_->validation_enabled() ? "on" : "OFF (not installed)");
     }
 }
 

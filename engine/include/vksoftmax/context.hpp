@@ -102,6 +102,7 @@ public:
     // Validation-layer errors (and warnings about synchronization) seen so
     // far, with the text of the first few.
     uint64_t validation_errors() const { return validation_errors_.load(); }
+    bool validation_enabled() const { return static_cast<bool>(messenger_); }
     std::vector<std::string> validation_messages() const;
 
     uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer = 0) const;
