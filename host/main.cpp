@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
     Command devices = add_devices(app);
     Command demo = add_demo(app);
     Command run = add_run(app);
+    Command bench = add_bench(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
         if (name == "devices") return guarded(devices);
         if (name == "demo") return guarded(demo);
         if (name == "run") return guarded(run);
+        if (name == "bench") return guarded(bench);
     }
     return Exit::usage;
 }

@@ -10,6 +10,7 @@
 namespace vksoftmax {
 
 std::string PipelineKey::id() const {
+    if (copy) return "copy/wg" + std::to_string(workgroup_size);
     return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
            "/vpt" + std::to_string(vpt) + (vec4 ? "/vec4" : "/scalar") + (log ? "/log" : "") +
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/kind" + std::to_string(kind) +
@@ -49,7 +50,7 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     auto destroy_pl = vk.vkDestroyPipelineLayout;
     layout_ = Handle<VkPipelineLayout>(layout, [dev, destroy_pl](VkPipelineLayout h) { destroy_pl(dev, h, nullptr); });
 
-    SpirvBlob blob = softmax_spirv(key.dtype, key.subgroup);
+    SpirvBlob blob = key.copy ? copy_spirv() : softmax_spirv(key.dtype, key.subgroup);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = blob.count * sizeof(uint32_t);
     mi.pCode = blob.words;
@@ -64,7 +65,9 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
                                             key.accurate ? 1u : 0u, key.kind};
     std::array<VkSpecializationMapEntry, 7> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
-    VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), sizeof(values), values.data()};
+    // copy.comp declares only constant_id 0.
+    VkSpecializationInfo spec{key.copy ? 1u : static_cast<uint32_t>(entries.size()), entries.data(),
+                              key.copy ? 4u : sizeof(values), values.data()};
 
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
         VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};

@@ -15,5 +15,7 @@ struct SpirvBlob {
 
 // One module per storage type and reduction kind.
 SpirvBlob softmax_spirv(Dtype dtype, bool subgroup);
+// copy.comp: the benchmark's bandwidth ceiling.
+SpirvBlob copy_spirv();
 
 }  // namespace vksoftmax

@@ -16,6 +16,7 @@ class Context;
 // Which shader variant: a module (storage type, reduction) and the values
 // of its specialization constants. Mirrors softmax_common.glsl.
 struct PipelineKey {
+    bool copy = false;  // copy.comp (the bandwidth ceiling) instead of softmax.comp
     Dtype dtype = Dtype::f32;
     bool subgroup = true;  // subgroup arithmetic (else shared-memory tree)
     uint32_t workgroup_size = 256;

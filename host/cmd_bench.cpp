@@ -1,0 +1,172 @@
+// vksoftmax bench: softmax timed with timestamp queries against the device's
+// copy ceiling; table on stdout, progress on stderr, JSON/CSV/plot on request.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "bench.hpp"
+#include "commands.hpp"
+#include "output_file.hpp"
+#include "vksoftmax/context.hpp"
+#include "vksoftmax/error.hpp"
+
+namespace vksoftmax::cli {
+namespace {
+
+struct BenchArgs {
+    std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot;
+    bool log = false;
+    uint32_t iters = 20, repeats = 15;
+};
+
+std::vector<Dtype> parse_dtypes(const std::string& s) {
+    std::vector<Dtype> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        if (item == "f32") out.push_back(Dtype::f32);
+        else if (item == "f16") out.push_back(Dtype::f16);
+        else throw Error(ErrorKind::invalid_argument, "--dtype: '" + item + "' is not f32 or f16");
+    }
+    if (out.empty()) throw Error(ErrorKind::invalid_argument, "--dtype is empty");
+    return out;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+    OutputFile f(path);
+    f.commit(std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+// Effective GB/s against tensor bytes, one series per path, the copy
+// ceiling as a line. gnuplot draws it; without gnuplot, a message.
+void plot(const std::string& png, const std::vector<bench::Row>& rows, double ceiling_gbps, const std::string& title) {
+    if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        fmt::print(stderr, "vksoftmax: --plot needs gnuplot (apt-get install gnuplot-nox); no plot written, the "
+                           "numbers above are complete\n");
+        return;
+    }
+    std::string data;
+    for (const char* path : {"subgroup-row", "workgroup-row", "split"}) {
+        data += fmt::format("# {}\n", path);
+        for (const bench::Row& r : rows)
+            if (r.path == path) data += fmt::format("{} {} {}\n", r.bytes / 2, r.t.gbps, dtype_name(r.c.dtype));
+        data += "\n\n";
+    }
+    const std::string dat = png + ".dat";
+    write_text(dat, data);
+    const std::string script = fmt::format(
+        "set terminal pngcairo size 1000,600\nset output '{}'\nset logscale x\nset xlabel 'tensor bytes (input)'\n"
+        "set ylabel 'effective GB/s (2 x bytes / GPU time)'\nset title '{}'\nset key left top\nset grid\n"
+        "plot '{}' index 0 using 1:2 with points pt 7 title 'subgroup-row', '' index 1 using 1:2 with points pt 5 "
+        "title 'workgroup-row', '' index 2 using 1:2 with points pt 9 title 'split', {} with lines lw 2 title "
+        "'copy ceiling {:.0f} GB/s'\n",
+        png, title, dat, ceiling_gbps, ceiling_gbps);
+    FILE* g = popen("gnuplot", "w");
+    if (!g) throw FileError("cannot start gnuplot");
+    std::fputs(script.c_str(), g);
+    const int rc = pclose(g);
+    std::remove(dat.c_str());
+    if (rc != 0) throw FileError("gnuplot failed to write '" + png + "'");
+}
+
+int bench_command(const BenchArgs& a) {
+    if (a.iters == 0 || a.repeats == 0) throw Error(ErrorKind::invalid_argument, "--iters and --repeats must be > 0");
+    const auto cases = bench::parse_cases(a.shapes, parse_dtypes(a.dtypes), a.log);
+    Context ctx(ContextOptions{a.device});
+    const DeviceInfo& d = ctx.info();
+    bench::Options o;
+    o.iters = a.iters;
+    o.repeats = a.repeats;
+
+    uint64_t largest = 0;
+    for (const auto& c : cases) largest = std::max<uint64_t>(largest, c.shape.elements() * dtype_size(c.dtype));
+    const auto start = std::chrono::steady_clock::now();
+    auto progress = [&](const std::string& what) {
+        if (std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) fmt::print(stderr, "bench: {}\n", what);
+    };
+    const bench::Timing ceiling = bench::measure_copy(ctx, std::max<uint64_t>(largest, 1 << 20), o);
+    std::vector<bench::Row> rows;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        progress(fmt::format("[{}/{}] {} {}", i + 1, cases.size(), dtype_name(cases[i].dtype), cases[i].name()));
+        rows.push_back(bench::measure(ctx, cases[i], o));
+    }
+
+    const std::string driver = d.driver_name.empty() ? d.vendor_name() : d.driver_name + " " + d.driver_info;
+    fmt::print("device: {} ({}), {} calls x {} repeats, median\n", d.name, driver, o.iters, o.repeats);
+    fmt::print("copy ceiling: {:.1f} us over {} bytes, {:.0f} GB/s\n", ceiling.median_us, std::max<uint64_t>(largest, 1 << 20),
+               ceiling.gbps);
+    fmt::print("{:<6} {:<15} {:<14} {:>10} {:>10} {:>9} {:>8} {:>10}\n", "dtype", "shape", "path", "median us",
+               "min us", "GB/s", "ceiling", "max rel");
+    bool all_ok = true;
+    for (const auto& r : rows) {
+        all_ok = all_ok && r.verified;
+        fmt::print("{:<6} {:<15} {:<14} {:>10.2f} {:>10.2f} {:>9.0f} {:>7.0f}% {:>10.2e}{}\n", dtype_name(r.c.dtype),
+                   r.c.name(), r.path, r.t.median_us, r.t.min_us, r.t.gbps, 100.0 * r.t.gbps / ceiling.gbps,
+                   r.max_rel_error, r.verified ? "" : "  WRONG RESULT");
+    }
+
+    if (!a.json.empty()) {
+        nlohmann::json j;
+        const std::time_t now = std::time(nullptr);
+        char date[32];
+        std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+        j["date"] = date;
+        j["device"] = {{"name", d.name}, {"driver", driver}, {"api_version", d.api_string()},
+                       {"subgroup_size", d.subgroup_size}};
+        j["iters"] = o.iters;
+        j["repeats"] = o.repeats;
+        j["copy_ceiling"] = {{"bytes", std::max<uint64_t>(largest, 1 << 20)}, {"median_us", ceiling.median_us},
+                             {"gbps", ceiling.gbps}};
+        for (const auto& r : rows)
+            j["rows"].push_back({{"shape", r.c.name()},
+                                 {"rows", r.c.shape.outer},
+                                 {"cols", r.c.shape.axis},
+                                 {"dtype", dtype_name(r.c.dtype)},
+                                 {"log", r.c.log},
+                                 {"path", r.path},
+                                 {"passes", r.passes},
+                                 {"bytes", r.bytes},
+                                 {"median_us", r.t.median_us},
+                                 {"min_us", r.t.min_us},
+                                 {"gbps", r.t.gbps},
+                                 {"ceiling_fraction", r.t.gbps / ceiling.gbps},
+                                 {"max_rel_error", r.max_rel_error},
+                                 {"verified", r.verified}});
+        write_text(a.json, j.dump(2) + "\n");
+    }
+    if (!a.csv.empty()) {
+        std::string csv = "dtype,shape,path,passes,bytes,median_us,min_us,gbps,ceiling_fraction,max_rel_error,verified\n";
+        for (const auto& r : rows)
+            csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{:.1f},{:.4f},{:.3e},{}\n", dtype_name(r.c.dtype), r.c.name(),
+                               r.path, r.passes, r.bytes, r.t.median_us, r.t.min_us, r.t.gbps, r.t.gbps / ceiling.gbps,
+                               r.max_rel_error, r.verified ? 1 : 0);
+        write_text(a.csv, csv);
+    }
+    if (!a.plot.empty()) plot(a.plot, rows, ceiling.gbps, "vksoftmax on " + d.name);
+    return all_ok ? int(Exit::ok) : int(Exit::failed_check);
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& app) {
+    auto* sub = app.add_subcommand("bench", "Time softmax with GPU timestamps against the device's copy ceiling");
+    auto a = std::make_shared<BenchArgs>();
+    sub->add_option("--shapes", a->shapes, "'suite' (default) or ROWSxCOLS,... e.g. 1024x512,4096x1024");
+    sub->add_option("--dtype", a->dtypes, "f32,f16 (default both)");
+    sub->add_flag("--log", a->log, "log-softmax");
+    sub->add_option("--iters", a->iters, "Back-to-back calls per timed submission (default 20)");
+    sub->add_option("--repeats", a->repeats, "Timed submissions; median and min reported (default 15)");
+    sub->add_option("--device", a->device, "Device index or part of its name");
+    sub->add_option("--json", a->json, "Write every figure to this JSON file");
+    sub->add_option("--csv", a->csv, "Write the table to this CSV file");
+    sub->add_option("--plot", a->plot, "Draw GB/s against size to this PNG (needs gnuplot)");
+    sub->footer("Example: vksoftmax bench --shapes 1024x512,8x1048576 --dtype f32 --iters 20 --json out.json");
+    return [a]() { return bench_command(*a); };
+}
+
+}  // namespace vksoftmax::cli
