@@ -1,6 +1,7 @@
 #include "bench.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -33,6 +34,15 @@ template <typename Call>
 Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call) {
     if (!ctx.info().timestamps()) throw Error(ErrorKind::unsupported, ctx.info().name + " has no timestamps");
     Timer timer(ctx, 2);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(o.warmup_ms);
+    do {
+        ctx.submit_and_wait([&](VkCommandBuffer cb) {
+            for (uint32_t i = 0; i < o.iters; ++i) {
+                if (i) compute_to_compute(ctx, cb);
+                call(cb);
+            }
+        });
+    } while (std::chrono::steady_clock::now() < until);
     std::vector<double> us;
     for (uint32_t r = 0; r < o.repeats; ++r) {
         ctx.submit_and_wait([&](VkCommandBuffer cb) {
@@ -105,8 +115,16 @@ Row measure(Context& ctx, const Case& c, const Options& o) {
     p.shape = c.shape;
     p.dtype = c.dtype;
     p.log = c.log;
-    const Plan plan = make_plan(ctx, p);
+    const Plan plan = make_plan(ctx, p, o.plan);
     row.path = path_name(plan.path);
+    row.workgroup_size = plan.key[0].workgroup_size;
+    row.vpt = plan.key[0].vpt;
+    row.groups = plan.groups;
+    for (uint32_t i = 0; i < plan.passes; ++i) {
+        std::string joined;
+        for (const std::string& st : plan.pipeline[i]->statistics()) joined += (joined.empty() ? "" : "; ") + st;
+        if (!joined.empty()) row.stats.push_back("pass " + std::to_string(i + 1) + ": " + joined);
+    }
     row.passes = plan.passes;
     row.bytes = 2 * plan.tensor_bytes;
 

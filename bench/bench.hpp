@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "vksoftmax/plan.hpp"
 #include "vksoftmax/types.hpp"
 
 namespace vksoftmax {
@@ -29,6 +30,11 @@ struct Options {
     uint32_t iters = 20;    // back-to-back calls per timed submission
     uint32_t repeats = 15;  // timed submissions; median and min reported
     uint32_t warmup = 3;    // untimed calls before each timed run
+    // Before the first timed run, keep the GPU busy with the case this long:
+    // after an idle gap (the CPU check) clocks drop, and a burst of a few
+    // calls does not bring them back (bench/NOTES.md).
+    double warmup_ms = 200;
+    PlanOptions plan;       // overrides for tuning
 };
 
 struct Timing {
@@ -44,6 +50,8 @@ struct Row {
     Timing t;
     double max_rel_error = 0;  // of one call, against the float64 reference
     bool verified = false;
+    uint32_t workgroup_size = 0, vpt = 0, groups = 0;
+    std::vector<std::string> stats;  // driver statistics of each pass, where captured
 };
 
 // Softmax of fresh normal(0, 4) logits: checked once against the CPU

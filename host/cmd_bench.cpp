@@ -14,14 +14,16 @@
 #include "output_file.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
+#include "vksoftmax/plan.hpp"
 
 namespace vksoftmax::cli {
 namespace {
 
 struct BenchArgs {
-    std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot;
-    bool log = false;
-    uint32_t iters = 20, repeats = 15;
+    std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json;
+    bool log = false, stats = false;
+    uint32_t iters = 20, repeats = 15, wg = 0, vpt = 0;
+    double warmup_ms = 200;
 };
 
 std::vector<Dtype> parse_dtypes(const std::string& s) {
@@ -74,14 +76,50 @@ void plot(const std::string& png, const std::vector<bench::Row>& rows, double ce
     if (rc != 0) throw FileError("gnuplot failed to write '" + png + "'");
 }
 
+// --from-json: plot a saved run (e.g. one from a machine without gnuplot).
+int replot(const BenchArgs& a) {
+    if (a.plot.empty()) throw Error(ErrorKind::invalid_argument, "--from-json needs --plot FILE.png");
+    std::ifstream f(a.from_json);
+    if (!f) throw FileError("cannot open '" + a.from_json + "'");
+    nlohmann::json j;
+    try {
+        f >> j;
+        std::vector<bench::Row> rows;
+        for (const auto& r : j.at("rows")) {
+            bench::Row row;
+            row.c.dtype = r.at("dtype") == "f16" ? Dtype::f16 : Dtype::f32;
+            row.path = r.at("path");
+            row.bytes = r.at("bytes");
+            row.t.gbps = r.at("gbps");
+            rows.push_back(row);
+        }
+        plot(a.plot, rows, j.at("copy_ceiling").at("gbps"),
+             "vksoftmax on " + j.at("device").at("name").get<std::string>() + ", " + j.at("date").get<std::string>());
+    } catch (const nlohmann::json::exception& e) {
+        throw FileError("'" + a.from_json + "' is not a vksoftmax bench JSON: " + e.what());
+    }
+    return Exit::ok;
+}
+
 int bench_command(const BenchArgs& a) {
+    if (!a.from_json.empty()) return replot(a);
     if (a.iters == 0 || a.repeats == 0) throw Error(ErrorKind::invalid_argument, "--iters and --repeats must be > 0");
     const auto cases = bench::parse_cases(a.shapes, parse_dtypes(a.dtypes), a.log);
-    Context ctx(ContextOptions{a.device});
+    ContextOptions co;
+    co.device = a.device;
+    co.capture_statistics = a.stats;
+    Context ctx(co);
     const DeviceInfo& d = ctx.info();
     bench::Options o;
     o.iters = a.iters;
     o.repeats = a.repeats;
+    o.warmup_ms = a.warmup_ms;
+    o.plan.workgroup_size = a.wg;
+    o.plan.vpt = a.vpt;
+    if (a.path == "subgroup-row") o.plan.path = Path::subgroup_row;
+    else if (a.path == "workgroup-row") o.plan.path = Path::workgroup_row;
+    else if (a.path == "split") o.plan.path = Path::split;
+    else if (!a.path.empty()) throw Error(ErrorKind::invalid_argument, "--path: '" + a.path + "' is not subgroup-row, workgroup-row or split");
 
     uint64_t largest = 0;
     for (const auto& c : cases) largest = std::max<uint64_t>(largest, c.shape.elements() * dtype_size(c.dtype));
@@ -98,16 +136,29 @@ int bench_command(const BenchArgs& a) {
 
     const std::string driver = d.driver_name.empty() ? d.vendor_name() : d.driver_name + " " + d.driver_info;
     fmt::print("device: {} ({}), {} calls x {} repeats, median\n", d.name, driver, o.iters, o.repeats);
+    const auto& mem = ctx.memory_properties();
+    std::string types;
+    for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+        const auto f = mem.memoryTypes[i].propertyFlags;
+        types += fmt::format(" {}:heap{}{}{}{}{}", i, mem.memoryTypes[i].heapIndex,
+                             f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT ? ",DL" : "",
+                             f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT ? ",HV" : "",
+                             f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT ? ",HC" : "",
+                             f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT ? ",HCached" : "");
+    }
+    fmt::print("memory types:{}\n", types);
     fmt::print("copy ceiling: {:.1f} us over {} bytes, {:.0f} GB/s\n", ceiling.median_us, std::max<uint64_t>(largest, 1 << 20),
                ceiling.gbps);
-    fmt::print("{:<6} {:<15} {:<14} {:>10} {:>10} {:>9} {:>8} {:>10}\n", "dtype", "shape", "path", "median us",
-               "min us", "GB/s", "ceiling", "max rel");
+    fmt::print("{:<6} {:<15} {:<14} {:>9} {:>10} {:>10} {:>9} {:>8} {:>10}\n", "dtype", "shape", "path", "wg/vpt",
+               "median us", "min us", "GB/s", "ceiling", "max rel");
     bool all_ok = true;
     for (const auto& r : rows) {
         all_ok = all_ok && r.verified;
-        fmt::print("{:<6} {:<15} {:<14} {:>10.2f} {:>10.2f} {:>9.0f} {:>7.0f}% {:>10.2e}{}\n", dtype_name(r.c.dtype),
-                   r.c.name(), r.path, r.t.median_us, r.t.min_us, r.t.gbps, 100.0 * r.t.gbps / ceiling.gbps,
-                   r.max_rel_error, r.verified ? "" : "  WRONG RESULT");
+        fmt::print("{:<6} {:<15} {:<14} {:>9} {:>10.2f} {:>10.2f} {:>9.0f} {:>7.0f}% {:>10.2e}{}\n",
+                   dtype_name(r.c.dtype), r.c.name(), r.path, fmt::format("{}/{}", r.workgroup_size, r.vpt),
+                   r.t.median_us, r.t.min_us, r.t.gbps, 100.0 * r.t.gbps / ceiling.gbps, r.max_rel_error,
+                   r.verified ? "" : "  WRONG RESULT");
+        for (const std::string& st : r.stats) fmt::print("    {}\n", st);
     }
 
     if (!a.json.empty()) {
@@ -130,6 +181,10 @@ int bench_command(const BenchArgs& a) {
                                  {"log", r.c.log},
                                  {"path", r.path},
                                  {"passes", r.passes},
+                                 {"workgroup_size", r.workgroup_size},
+                                 {"vpt", r.vpt},
+                                 {"groups", r.groups},
+                                 {"stats", r.stats},
                                  {"bytes", r.bytes},
                                  {"median_us", r.t.median_us},
                                  {"min_us", r.t.min_us},
@@ -162,9 +217,15 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--iters", a->iters, "Back-to-back calls per timed submission (default 20)");
     sub->add_option("--repeats", a->repeats, "Timed submissions; median and min reported (default 15)");
     sub->add_option("--device", a->device, "Device index or part of its name");
+    sub->add_option("--warmup-ms", a->warmup_ms, "Keep the GPU busy with each case this long before timing (default 200)");
+    sub->add_flag("--stats", a->stats, "Print the driver's pipeline statistics (registers, spills), where offered");
+    sub->add_option("--wg", a->wg, "Tuning: force the workgroup size (power of two)");
+    sub->add_option("--vpt", a->vpt, "Tuning: force the vec4 slots per invocation");
+    sub->add_option("--path", a->path, "Tuning: force subgroup-row, workgroup-row or split");
     sub->add_option("--json", a->json, "Write every figure to this JSON file");
     sub->add_option("--csv", a->csv, "Write the table to this CSV file");
     sub->add_option("--plot", a->plot, "Draw GB/s against size to this PNG (needs gnuplot)");
+    sub->add_option("--from-json", a->from_json, "Run nothing: plot a saved --json file (with --plot)");
     sub->footer("Example: vksoftmax bench --shapes 1024x512,8x1048576 --dtype f32 --iters 20 --json out.json");
     return [a]() { return bench_command(*a); };
 }

@@ -9,6 +9,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   python3 python3-numpy python3-scipy
   clang libclang-rt-14-dev
+  gnuplot-nox
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -16,7 +16,7 @@ void load_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint l
     for (uint j = 0u; j < VPT; ++j) {
         if (VEC4) {
             uint i = tile_begin + 4u * (j * G + lane);
-            v[j] = i < end ? vec4(x_v[(base + i) >> 2]) : vec4(neg_inf());
+            v[j] = i < end ? load4((base + i) >> 2) : vec4(neg_inf());
         } else {
             for (uint c = 0u; c < 4u; ++c) {
                 uint i = tile_begin + (j * 4u + c) * G + lane;
@@ -61,7 +61,7 @@ void write_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint 
         }
         if (VEC4) {
             uint i = tile_begin + 4u * (j * G + lane);
-            if (i < end) y_v[(base + i) >> 2] = ELEM4(o);
+            if (i < end) store4((base + i) >> 2, o);
         } else {
             for (uint c = 0u; c < 4u; ++c) {
                 uint i = tile_begin + (j * 4u + c) * G + lane;

@@ -32,18 +32,27 @@ layout(constant_id = 6) const uint KIND = 0;
 
 #ifdef STORAGE_F16
 #define ELEM float16_t
-#define ELEM4 f16vec4
 #else
 #define ELEM float
-#define ELEM4 vec4
 #endif
 
-// The same binding seen as scalars and as vec4s: vec4 access is only used
-// when VEC4 says every row starts and ends on a 4-element boundary.
+// The same binding seen as scalars and as 4-element vectors: vector access
+// is only used when VEC4 says every row starts and ends on a 4-element
+// boundary. fp16 vectors move as uvec2 (8 bytes) and are unpacked here: a
+// driver may split f16vec4 accesses into 2-byte ones.
 layout(std430, binding = 0) readonly buffer InS { ELEM x_s[]; };
-layout(std430, binding = 0) readonly buffer InV { ELEM4 x_v[]; };
 layout(std430, binding = 1) writeonly buffer OutS { ELEM y_s[]; };
-layout(std430, binding = 1) writeonly buffer OutV { ELEM4 y_v[]; };
+#ifdef STORAGE_F16
+layout(std430, binding = 0) readonly buffer InV { uvec2 x_v[]; };
+layout(std430, binding = 1) writeonly buffer OutV { uvec2 y_v[]; };
+vec4 load4(uint i) { uvec2 p = x_v[i]; return vec4(unpackHalf2x16(p.x), unpackHalf2x16(p.y)); }
+void store4(uint i, vec4 v) { y_v[i] = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw)); }
+#else
+layout(std430, binding = 0) readonly buffer InV { vec4 x_v[]; };
+layout(std430, binding = 1) writeonly buffer OutV { vec4 y_v[]; };
+vec4 load4(uint i) { return x_v[i]; }
+void store4(uint i, vec4 v) { y_v[i] = v; }
+#endif
 struct Partial { float m; float d; uint f; uint pad; };
 layout(std430, binding = 2) buffer Work { Partial part[]; };
 

@@ -23,19 +23,31 @@ Buffer::Buffer(Context& ctx, VkDeviceSize size, MemoryKind kind, const std::stri
 
     VkMemoryRequirements req{};
     vk.vkGetBufferMemoryRequirements(dev, buffer, &req);
-    VkMemoryPropertyFlags want = 0, prefer = 0;
+    VkMemoryPropertyFlags want = 0, prefer = 0, avoid = 0;
     switch (kind) {
-        case MemoryKind::device: want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT; break;
+        case MemoryKind::device:
+            // Not a host-visible (BAR) type where a plain one exists: tensors
+            // allocated there ran up to 5x slower on an H200 (bench/NOTES.md).
+            want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+            avoid = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+            break;
         case MemoryKind::upload:
             want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+            avoid = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;  // staging lives in host memory, not in VRAM
             break;
         case MemoryKind::readback:
             want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
             prefer = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+            avoid = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
             break;
     }
-    uint32_t type = ctx.memory_type(req.memoryTypeBits, want, prefer);
+    uint32_t type = ctx.memory_type(req.memoryTypeBits, want, prefer, avoid);
+    // One allocation per buffer, and said so: the driver may then place a
+    // large tensor as it sees best.
+    VkMemoryDedicatedAllocateInfo dedicated{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
+    dedicated.buffer = buffer;
     VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    ai.pNext = &dedicated;
     ai.allocationSize = req.size;
     ai.memoryTypeIndex = type;
     VkDeviceMemory memory = VK_NULL_HANDLE;
@@ -46,9 +58,7 @@ Buffer::Buffer(Context& ctx, VkDeviceSize size, MemoryKind kind, const std::stri
 
     if (kind != MemoryKind::device) {
         check(vk.vkMapMemory(dev, memory, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory", name);
-        VkPhysicalDeviceMemoryProperties mp{};
-        vkGetPhysicalDeviceMemoryProperties(ctx.physical_device(), &mp);
-        coherent_ = (mp.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+        coherent_ = (ctx.memory_properties().memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
     }
 }
 

@@ -76,10 +76,14 @@ DeviceInfo query_info(VkPhysicalDevice pd, uint32_t index) {
     VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceSubgroupSizeControlFeatures sgcf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexe{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    const bool pexe_ext = has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     feats.pNext = &s16;
     tail = &s16.pNext;
     if (size_control_ext) { *tail = &sgcf; tail = &sgcf.pNext; }
     if (float16_ext) { *tail = &f16; tail = &f16.pNext; }
+    if (pexe_ext) { *tail = &pexe; tail = &pexe.pNext; }
     vkGetPhysicalDeviceFeatures2(pd, &feats);
 
     const VkPhysicalDeviceLimits& L = props.properties.limits;
@@ -106,6 +110,7 @@ DeviceInfo query_info(VkPhysicalDevice pd, uint32_t index) {
     info.storage_16bit = s16.storageBuffer16BitAccess;
     info.shader_float16 = float16_ext && f16.shaderFloat16;
     info.push_descriptor = has_extension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    info.pipeline_statistics = pexe_ext && pexe.pipelineExecutableInfo;
     info.timestamp_period = L.timestampPeriod;
     info.max_storage_buffer_range = L.maxStorageBufferRange;
     info.min_storage_buffer_offset_alignment = L.minStorageBufferOffsetAlignment;
@@ -320,16 +325,26 @@ Context::Context(const ContextOptions& options) {
     std::vector<const char*> extensions = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
     bool v13 = info_.api_version >= VK_API_VERSION_1_3;
     if (info_.subgroup_size_control && !v13) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    capture_statistics_ = options.capture_statistics && info_.pipeline_statistics;
+    if (capture_statistics_) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
     VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceSubgroupSizeControlFeatures sgcf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     s16.storageBuffer16BitAccess = info_.storage_16bit;
     feats.pNext = &s16;
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexe{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    void** next = &s16.pNext;
     if (info_.subgroup_size_control) {
         sgcf.subgroupSizeControl = VK_TRUE;
         sgcf.computeFullSubgroups = info_.compute_full_subgroups;
-        s16.pNext = &sgcf;
+        *next = &sgcf;
+        next = &sgcf.pNext;
+    }
+    if (capture_statistics_) {
+        pexe.pipelineExecutableInfo = VK_TRUE;
+        *next = &pexe;
     }
 
     float priority = 1.f;
@@ -415,16 +430,22 @@ std::vector<std::string> Context::validation_messages() const {
     return messages_;
 }
 
-uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer) const {
-    uint32_t fallback = UINT32_MAX;
+uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer,
+                              VkMemoryPropertyFlags avoid) const {
+    // Score: has `prefer` (2) + lacks `avoid` (1); the first best type wins.
+    uint32_t best = UINT32_MAX;
+    int best_score = -1;
     for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
-        VkMemoryPropertyFlags f = memory_.memoryTypes[i].propertyFlags;
+        const VkMemoryPropertyFlags f = memory_.memoryTypes[i].propertyFlags;
         if (!(type_bits & (1u << i)) || (f & want) != want) continue;
-        if ((f & prefer) == prefer) return i;
-        if (fallback == UINT32_MAX) fallback = i;
+        const int score = ((f & prefer) == prefer ? 2 : 0) + ((f & avoid) == 0 ? 1 : 0);
+        if (score > best_score) {
+            best = i;
+            best_score = score;
+        }
     }
-    if (fallback == UINT32_MAX) throw Error(ErrorKind::unsupported, "no memory type with the properties needed on " + info_.name);
-    return fallback;
+    if (best == UINT32_MAX) throw Error(ErrorKind::unsupported, "no memory type with the properties needed on " + info_.name);
+    return best;
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL Context::on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,

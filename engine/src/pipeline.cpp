@@ -90,11 +90,37 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
             ci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
     }
     ci.layout = layout;
+    if (ctx.capturing_statistics()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     VkPipeline pipeline = VK_NULL_HANDLE;
     check(vk.vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &pipeline), "vkCreateComputePipelines",
           what);
     auto destroy_p = vk.vkDestroyPipeline;
     pipeline_ = Handle<VkPipeline>(pipeline, [dev, destroy_p](VkPipeline h) { destroy_p(dev, h, nullptr); });
+    if (ctx.capturing_statistics()) read_statistics(ctx, what);
+}
+
+void Pipeline::read_statistics(Context& ctx, const std::string& what) {
+    const VolkDeviceTable& vk = ctx.vk();
+    VkPipelineExecutableInfoKHR exe{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    exe.pipeline = pipeline_.get();
+    exe.executableIndex = 0;
+    uint32_t n = 0;
+    check(vk.vkGetPipelineExecutableStatisticsKHR(ctx.device(), &exe, &n, nullptr),
+          "vkGetPipelineExecutableStatisticsKHR", what);
+    std::vector<VkPipelineExecutableStatisticKHR> stats(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    check(vk.vkGetPipelineExecutableStatisticsKHR(ctx.device(), &exe, &n, stats.data()),
+          "vkGetPipelineExecutableStatisticsKHR", what);
+    for (const auto& st : stats) {
+        std::string v;
+        switch (st.format) {
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: v = st.value.b32 ? "true" : "false"; break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: v = std::to_string(st.value.i64); break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: v = std::to_string(st.value.u64); break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: v = std::to_string(st.value.f64); break;
+            default: v = "?";
+        }
+        statistics_.push_back(std::string(st.name) + ": " + v);
+    }
 }
 
 }  // namespace vksoftmax

@@ -18,9 +18,14 @@ uint32_t floor_pow2(uint32_t x) {
     return p;
 }
 
+// Measured on an H200 (bench/NOTES.md): holding a row in 8 vec4 slots per
+// invocation beats spreading it over more invocations, because every
+// cross-subgroup step costs barriers; a subgroup owns rows up to
+// 32 x subgroup size (1024 floats at 32) and needs no barrier at all.
 constexpr uint32_t kMaxVpt = 8;             // vec4 slots per invocation: 32 floats in registers
-constexpr uint32_t kSubgroupRowVpt = 4;     // a subgroup holds rows up to 16 * subgroup size
-constexpr uint32_t kRowsWorkgroup = 256;    // invocations per workgroup when subgroups own rows
+constexpr uint32_t kSubgroupRowVpt = 8;     // a subgroup holds rows up to 32 * subgroup size
+constexpr uint32_t kRowsWorkgroupShort = 256;  // subgroup rows of one vec4 slot: more rows per workgroup
+constexpr uint32_t kRowsWorkgroup = 128;
 constexpr uint32_t kSplitWorkgroup = 256;
 constexpr uint32_t kSplitVpt = 4;
 constexpr uint64_t kSplitTargetItems = 1024;  // chunks in flight across all rows
@@ -125,15 +130,15 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
                 wg_cap = cap_for(sg);
             }
             key.subgroup_rows = true;
-            key.workgroup_size = std::min(wg_cap, std::max(sg, kRowsWorkgroup));
             key.vpt = static_cast<uint32_t>(std::clamp<uint64_t>(div_up(s.axis, 4ull * sg), 1, kSubgroupRowVpt));
+            key.workgroup_size = std::min(wg_cap, std::max(sg, key.vpt == 1 ? kRowsWorkgroupShort : kRowsWorkgroup));
             plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg);
             items = div_up(rows, plan.rows_per_workgroup);
             break;
         }
         case Path::workgroup_row: {
             uint32_t wg = min_wg;
-            while (wg < max_wg && 16ull * wg < s.axis) wg *= 2;
+            while (wg < max_wg && 4ull * kMaxVpt * wg < s.axis) wg *= 2;
             key.workgroup_size = wg;
             key.vpt = static_cast<uint32_t>(std::clamp<uint64_t>(div_up(s.axis, 4ull * wg), 1, kMaxVpt));
             break;
@@ -153,6 +158,28 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
                 throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
             plan.workspace_bytes = items * 16;
             break;
+        }
+    }
+    if (options.workgroup_size || options.vpt) {
+        // Tuning overrides: the shaders stay correct for any geometry (rows
+        // longer than a tile are folded tile by tile).
+        if (options.workgroup_size) {
+            if (options.workgroup_size > max_wg || (options.workgroup_size & (options.workgroup_size - 1)))
+                throw Error(ErrorKind::invalid_argument, "workgroup size override must be a power of two <= " +
+                                                             std::to_string(max_wg));
+            key.workgroup_size = options.workgroup_size;
+            if (key.subgroup_rows) {
+                plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg);
+                items = div_up(rows, plan.rows_per_workgroup);
+            }
+        }
+        if (options.vpt) key.vpt = options.vpt;
+        if (path == Path::split) {
+            const uint64_t tile = 4ull * key.vpt * key.workgroup_size;
+            chunk = static_cast<uint32_t>(std::max<uint64_t>(tile, (chunk + tile - 1) / tile * tile));
+            chunks = static_cast<uint32_t>(div_up(s.axis, chunk));
+            items = rows * chunks;
+            plan.workspace_bytes = items * 16;
         }
     }
     plan.groups = static_cast<uint32_t>(std::min<uint64_t>(items, d.max_workgroup_count[0]));

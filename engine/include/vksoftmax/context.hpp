@@ -42,6 +42,7 @@ struct DeviceInfo {
     bool storage_16bit = false;  // storageBuffer16BitAccess: fp16 tensors
     bool shader_float16 = false;
     bool push_descriptor = false;
+    bool pipeline_statistics = false;  // VK_KHR_pipeline_executable_properties
 
     float timestamp_period = 0.f;  // ns per tick
     uint32_t timestamp_valid_bits = 0;  // of the compute family; 0: no timestamps
@@ -68,6 +69,10 @@ struct ContextOptions {
     // errors it reports; see Context::validation_errors().
     bool validation = false;
     bool synchronization_validation = false;
+    // Capture the driver's per-pipeline statistics (registers, spills...)
+    // where VK_KHR_pipeline_executable_properties is offered; see
+    // Pipeline::statistics(). For tuning: it may slow pipeline creation.
+    bool capture_statistics = false;
 };
 
 // The devices Vulkan sees, in enumeration order, and the index that
@@ -103,9 +108,15 @@ public:
     // far, with the text of the first few.
     uint64_t validation_errors() const { return validation_errors_.load(); }
     bool validation_enabled() const { return static_cast<bool>(messenger_); }
+    bool capturing_statistics() const { return capture_statistics_; }
     std::vector<std::string> validation_messages() const;
 
-    uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer = 0) const;
+    // A memory type with all of `want`, preferring one that also has all of
+    // `prefer` and none of `avoid`: tensors avoid host-visible (BAR) types,
+    // staging avoids device-local ones.
+    uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer = 0,
+                         VkMemoryPropertyFlags avoid = 0) const;
+    const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
 
 private:
     static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -128,6 +139,7 @@ private:
     std::mutex pipelines_mutex_;
     std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
 
+    bool capture_statistics_ = false;
     std::atomic<uint64_t> validation_errors_{0};
     mutable std::mutex messages_mutex_;
     std::vector<std::string> messages_;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "vksoftmax/handle.hpp"
 #include "vksoftmax/types.hpp"
@@ -45,12 +46,17 @@ public:
     VkPipeline pipeline() const { return pipeline_.get(); }
     VkPipelineLayout layout() const { return layout_.get(); }
     const PipelineKey& key() const { return key_; }
+    // The driver's statistics of this pipeline ("Register Count: 40", ...),
+    // where the context captures them; empty otherwise.
+    std::vector<std::string> statistics() const { return statistics_; }
 
 private:
+    void read_statistics(Context& ctx, const std::string& what);
     PipelineKey key_;
     Handle<VkDescriptorSetLayout> set_layout_;
     Handle<VkPipelineLayout> layout_;
     Handle<VkPipeline> pipeline_;
+    std::vector<std::string> statistics_;
 };
 
 }  // namespace vksoftmax
