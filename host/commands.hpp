@@ -23,6 +23,7 @@ Command add_devices(CLI::App& app);
 Command add_demo(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_conformance(CLI::App& app);
 
 // Runs `body`, turning vksoftmax and std exceptions into one line on stderr
 // and the exit code that matches their kind.

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
     Command demo = add_demo(app);
     Command run = add_run(app);
     Command bench = add_bench(app);
+    Command conformance = add_conformance(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
         if (name == "demo") return guarded(demo);
         if (name == "run") return guarded(run);
         if (name == "bench") return guarded(bench);
+        if (name == "conformance") return guarded(conformance);
     }
     return Exit::usage;
 }

@@ -43,6 +43,14 @@ Stat tile_stat() {
     return Stat(m, d, f);
 }
 
+// (x - m) / T for log-softmax. x - m overflows fp32 when x and m are far
+// apart (-FLT_MAX beside FLT_MAX) although (x - m) / T may be finite for
+// T > 1: then take the difference of halves, which cannot overflow.
+float log_shift(float x, float m) {
+    float t = x - m;
+    return classify(t) == C_FINITE ? t * pc.inv_t : (0.5 * x - 0.5 * m) * (2.0 * pc.inv_t);
+}
+
 // Writes the tile held in v given the row's statistic. `exps`: v already
 // holds exp((x - m) / T), 0 for -inf elements (single-tile softmax).
 void write_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint lane, Stat s, bool exps) {
@@ -55,7 +63,7 @@ void write_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint 
             float x = v[j][c];
             bool fin = classify(x) == C_FINITE;
             if (exps) o[c] = x * inv_d;
-            else if (LOG) o[c] = fin ? (x - s.m) * pc.inv_t - log_d : neg_inf();
+            else if (LOG) o[c] = fin ? log_shift(x, s.m) - log_d : neg_inf();
             else o[c] = fin ? scaled_exp(x - s.m) * inv_d : 0.0;
             o[c] = bad ? nan_value() : o[c];
         }

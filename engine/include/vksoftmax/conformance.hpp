@@ -1,0 +1,45 @@
+// The conformance catalogue: the same answers on every Vulkan
+// implementation, every path, reduction, precision and subgroup size.
+// Bounds and their derivation: tests/TOLERANCES.md.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vksoftmax/plan.hpp"
+#include "vksoftmax/types.hpp"
+
+namespace vksoftmax {
+class Context;
+}
+
+namespace vksoftmax::conformance {
+
+struct Options {
+    bool quick = false;      // fewer lengths: for CI on a CPU driver
+    std::string filter;      // run only cases/variants whose "case variant" text contains this
+};
+
+struct Result {
+    std::string case_name;   // e.g. "f32 softmax 7x1000 T=1"
+    std::string variant;     // e.g. "workgroup-row/shared/fast"
+    uint32_t subgroup_size = 0;  // required size, or the device's default
+    double max_ulp = 0;      // in ULPs of the output type, over outputs >= the floor
+    double max_rel = 0;      // |got - ref| / max(|ref|, floor)
+    double rel_bound = 0;
+    double worst_row_sum = 0;  // max |sum - 1| (of exp(out) for log-softmax) over finite rows
+    bool nan_pattern_ok = true;  // NaN, +-inf and exact 0 where the reference has them
+    bool pass = false;
+    std::string note;        // why it failed, or why it was skipped
+    bool skipped = false;
+};
+
+// Runs the catalogue on `ctx`'s device; `progress` (optional) sees each result.
+std::vector<Result> run(Context& ctx, const Options& options,
+                        const std::function<void(const Result&)>& progress = {});
+
+// The relative bound of a dtype and precision (tests/TOLERANCES.md).
+double rel_bound(Dtype dtype, Precision precision);
+
+}  // namespace vksoftmax::conformance

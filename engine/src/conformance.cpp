@@ -1,0 +1,262 @@
+#include "vksoftmax/conformance.hpp"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "vksoftmax/context.hpp"
+#include "vksoftmax/cpu.hpp"
+#include "vksoftmax/error.hpp"
+#include "vksoftmax/half.hpp"
+#include "vksoftmax/run.hpp"
+
+namespace vksoftmax::conformance {
+namespace {
+
+const float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+struct Case {
+    std::string name;
+    Shape shape;
+    Dtype dtype;
+    bool log;
+    double temperature;
+    bool edge_rows;  // rows of edge values after the random ones (last-axis cases)
+};
+
+// The rows a case feeds: random logits first, then one row of each edge
+// kind, so one dispatch exercises them all. Rows must be >= 10 for edges.
+std::vector<float> make_input(const Case& c, std::mt19937& rng) {
+    const uint64_t L = c.shape.axis;
+    std::vector<float> x(c.shape.elements());
+    std::normal_distribution<float> logits(0.f, 4.f);
+    std::uniform_real_distribution<float> small(-1.f, 1.f);
+    for (float& v : x) v = logits(rng);
+    if (!c.edge_rows) return x;
+    const bool f16 = c.dtype == Dtype::f16;
+    const float big = f16 ? 65504.f : FLT_MAX;
+    auto row = [&](uint64_t r) { return x.data() + r * L; };
+    const uint64_t at = L > 1 ? 1 + rng() % (L - 1) : 0;
+    for (uint64_t i = 0; i < L; ++i) {
+        row(1)[i] = (i % 4 == 0) ? 0.f : (i % 4 == 1) ? -0.f : (i % 4 == 2) ? 1e-40f : -1e-42f;  // +-0, subnormals
+        row(2)[i] = (i % 3 == 0) ? big : -big;                   // +-FLT_MAX
+        row(3)[i] = small(rng);                                  // spike 100 above the rest:
+        row(4)[i] = 2.5f;                                        // all equal
+        row(5)[i] = 0.f;                                         // one-hot
+        row(7)[i] = small(rng);
+        row(8)[i] = -kInf;                                       // all -inf
+        row(9)[i] = (i % 2) ? -kInf : small(rng);                // some -inf
+    }
+    row(3)[at] = 100.f;  // a lost partial max makes exp overflow
+    row(5)[at] = f16 ? 30.f : 80.f;
+    row(6)[at] = kNaN;   // NaN row
+    row(7)[L - 1 - at] = kInf;  // +inf row
+    row(9)[at] = 0.5f;  // keep one finite element
+    return x;
+}
+
+// ULP distance between two finite floats of the output type.
+double ulp_distance(double got, double ref, Dtype dtype) {
+    if (dtype == Dtype::f32) {
+        auto key = [](float f) {
+            int32_t i;
+            std::memcpy(&i, &f, 4);
+            return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
+        };
+        return std::fabs(static_cast<double>(key(static_cast<float>(got)) - key(static_cast<float>(ref))));
+    }
+    auto key = [](double v) {
+        const uint16_t h = float_to_half(static_cast<float>(v));
+        const int32_t mag = h & 0x7fff;
+        return (h & 0x8000) ? -mag : mag;
+    };
+    return std::fabs(static_cast<double>(key(got) - key(ref)));
+}
+
+std::vector<Case> catalogue(const Context& ctx, bool quick) {
+    std::vector<uint64_t> lengths = {1, 7, 32, 33, 129, 1000, 4097, 65537};
+    if (!quick)
+        lengths.insert(lengths.end(),
+                       {2, 3, 31, 63, 65, 127, 255, 257, 8191, 8193, 40000, 131071, (1u << 20) + 1});
+    std::vector<Case> cases;
+    for (Dtype dt : {Dtype::f32, Dtype::f16}) {
+        if (dt == Dtype::f16 && !ctx.info().storage_16bit) continue;
+        for (uint64_t L : lengths)
+            for (bool log : {false, true}) {
+                const uint64_t rows = L > 100000 ? 10 : 12;
+                const std::string s = std::string(dtype_name(dt)) + (log ? " log-softmax " : " softmax ");
+                cases.push_back({s + std::to_string(rows) + "x" + std::to_string(L), {rows, L, 1}, dt, log, 1.0, L > 1});
+            }
+        for (int axis : {0, 1, 2}) {
+            Case c{std::string(dtype_name(dt)) + " softmax (4,33,9) axis " + std::to_string(axis),
+                   shape_for_axis({4, 33, 9}, axis), dt, false, 1.0, false};
+            cases.push_back(c);
+            c.log = true;
+            c.name = std::string(dtype_name(dt)) + " log-softmax (4,33,9) axis " + std::to_string(axis);
+            cases.push_back(c);
+        }
+        cases.push_back({std::string(dtype_name(dt)) + " softmax 12x1000 T=0.5", {12, 1000, 1}, dt, false, 0.5, true});
+        cases.push_back({std::string(dtype_name(dt)) + " log-softmax 12x4097 T=3", {12, 4097, 1}, dt, true, 3.0, true});
+    }
+    const uint64_t max_groups = ctx.info().max_workgroup_count[0];
+    if (max_groups <= (1u << 20))
+        cases.push_back({"f32 softmax " + std::to_string(max_groups + 3) + "x2 (rows > maxComputeWorkGroupCount)",
+                         {max_groups + 3, 2, 1}, Dtype::f32, false, 1.0, false});
+    return cases;
+}
+
+struct Variant {
+    Path path;
+    Reduction reduction;
+    Precision precision;
+    uint32_t subgroup_size;
+    std::string name() const {
+        return std::string(path_name(path)) + (reduction == Reduction::shared ? "/shared" : "/subgroup") +
+               (precision == Precision::accurate ? "/accurate" : "/fast");
+    }
+};
+
+std::vector<Variant> variants(const DeviceInfo& d) {
+    std::vector<uint32_t> sizes;
+    if (d.subgroup_size_control && d.subgroup_arithmetic())
+        for (uint32_t s = d.min_subgroup_size; s <= d.max_subgroup_size && s > 0; s *= 2) sizes.push_back(s);
+    else
+        sizes.push_back(0);
+    std::vector<Variant> out;
+    for (uint32_t size : sizes)
+        for (Precision pr : {Precision::fast, Precision::accurate})
+            for (Path path : {Path::subgroup_row, Path::workgroup_row, Path::split})
+                for (Reduction red : {Reduction::subgroup, Reduction::shared}) {
+                    if (red == Reduction::subgroup && !d.subgroup_arithmetic()) continue;
+                    if (path == Path::subgroup_row && red == Reduction::shared) continue;
+                    // The shared-memory tree never uses subgroups: one size is enough.
+                    if (red == Reduction::shared && size != sizes.front()) continue;
+                    out.push_back({path, red, pr, red == Reduction::shared ? 0 : size});
+                }
+    return out;
+}
+
+Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
+    Result r;
+    r.case_name = c.name;
+    r.variant = v.name();
+    r.subgroup_size = v.subgroup_size ? v.subgroup_size : ctx.info().subgroup_size;
+    Problem p;
+    p.shape = c.shape;
+    p.dtype = c.dtype;
+    p.log = c.log;
+    p.temperature = c.temperature;
+    p.precision = v.precision;
+    RunOptions ro;
+    ro.plan.path = v.path;
+    ro.plan.reduction = v.reduction;
+    ro.plan.subgroup_size = v.subgroup_size;
+    // Small chunks on the split path: many partials to merge even for short rows.
+    if (v.path == Path::split) ro.plan.chunk_elements = 1;
+    if (v.path == Path::subgroup_row && c.shape.axis > 65537) {
+        r.skipped = true;
+        r.pass = true;
+        r.note = "rows this long never take the subgroup-row path";
+        return r;
+    }
+
+    const std::vector<float> x = make_input(c, rng);
+    const size_t n = x.size();
+    std::vector<double> xd(n), got(n), ref(n);
+    if (c.dtype == Dtype::f32) {
+        std::vector<float> y(n);
+        run(ctx, p, x.data(), y.data(), ro);
+        for (size_t i = 0; i < n; ++i) {
+            xd[i] = x[i];
+            got[i] = y[i];
+        }
+    } else {
+        std::vector<uint16_t> xh(n), yh(n);
+        for (size_t i = 0; i < n; ++i) {
+            xh[i] = float_to_half(x[i]);
+            xd[i] = half_to_float(xh[i]);
+        }
+        run(ctx, p, xh.data(), yh.data(), ro);
+        for (size_t i = 0; i < n; ++i) got[i] = half_to_float(yh[i]);
+    }
+    cpu::softmax(p, xd.data(), ref.data());
+    const bool f32 = c.dtype == Dtype::f32;
+    for (double& v2 : ref) v2 = f32 ? double(float(v2)) : double(half_to_float(float_to_half(float(v2))));
+
+    r.rel_bound = rel_bound(c.dtype, v.precision);
+    const double floor = c.log ? 1.0 : (f32 ? 1e-30 : 6.103515625e-05);
+    const Shape& s = c.shape;
+    for (uint64_t o = 0; o < s.outer; ++o)
+        for (uint64_t k = 0; k < s.inner; ++k) {
+            double sum = 0;
+            bool nan_row = false;
+            for (uint64_t i = 0; i < s.axis; ++i) {
+                const uint64_t at = o * s.axis * s.inner + i * s.inner + k;
+                const double g = got[at], want = ref[at];
+                if (std::isnan(want) || std::isinf(want) || want == 0.0) {
+                    // Exact: NaN rows, -inf (log) and 0 (softmax of -inf).
+                    const bool same = std::isnan(want) ? std::isnan(g) : g == want;
+                    if (!same && (std::isnan(want) || std::isinf(want) || std::isinf(xd[at]))) {
+                        if (r.nan_pattern_ok)
+                            r.note = "element " + std::to_string(at) + ": got " + std::to_string(g) + ", want " +
+                                     std::to_string(want);
+                        r.nan_pattern_ok = false;
+                    }
+                    nan_row = nan_row || std::isnan(want);
+                    if (std::isnan(want) || std::isinf(want)) continue;
+                }
+                if (!std::isfinite(g)) {
+                    if (r.nan_pattern_ok) r.note = "element " + std::to_string(at) + " is not finite";
+                    r.nan_pattern_ok = false;
+                    continue;
+                }
+                sum += c.log ? std::exp(g) : g;
+                const double rel = std::fabs(g - want) / std::max(std::fabs(want), floor);
+                r.max_rel = std::max(r.max_rel, rel);
+                if (std::fabs(want) >= floor) r.max_ulp = std::max(r.max_ulp, ulp_distance(g, want, c.dtype));
+            }
+            if (!nan_row && s.axis > 0) r.worst_row_sum = std::max(r.worst_row_sum, std::fabs(sum - 1.0));
+        }
+    // A row of L outputs, each within the bound, sums to 1 within it too
+    // (plus the output type's rounding of each, which the bound covers).
+    const double sum_bound = f32 ? r.rel_bound : 2 * r.rel_bound;
+    r.pass = r.nan_pattern_ok && r.max_rel <= r.rel_bound && r.worst_row_sum <= sum_bound;
+    if (r.pass) r.note.clear();
+    else if (r.nan_pattern_ok)
+        r.note = r.max_rel > r.rel_bound ? "relative error over the bound" : "a row does not sum to 1";
+    return r;
+}
+
+}  // namespace
+
+double rel_bound(Dtype dtype, Precision precision) {
+    if (dtype == Dtype::f16) return 2e-3;
+    return precision == Precision::accurate ? 4e-6 : 1e-5;
+}
+
+std::vector<Result> run(Context& ctx, const Options& options, const std::function<void(const Result&)>& progress) {
+    std::mt19937 rng(std::random_device{}());
+    std::vector<Result> results;
+    for (const Case& c : catalogue(ctx, options.quick))
+        for (const Variant& v : variants(ctx.info())) {
+            if (!options.filter.empty() && (c.name + " " + v.name()).find(options.filter) == std::string::npos) continue;
+            Result r;
+            try {
+                r = check(ctx, c, v, rng);
+            } catch (const Error& e) {
+                r.case_name = c.name;
+                r.variant = v.name();
+                r.subgroup_size = v.subgroup_size;
+                r.note = e.what();
+                r.pass = false;
+            }
+            if (progress) progress(r);
+            results.push_back(r);
+        }
+    return results;
+}
+
+}  // namespace vksoftmax::conformance
