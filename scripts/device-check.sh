@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs on the device machine (see ../shared/device-vulkan.md): unpacks the
-# carried Vulkan loader (and validation layer), then lists devices, runs the
-# demo and the whole GPU test suite on the default device. Build here first
-# and carry build/bin and .gl. Logs go to $OUT when it is set.
+# Runs on the device machine (see README, "On an NVIDIA GPU"): unpacks the
+# carried Vulkan loader and validation layer, then lists devices, runs the
+# demo, the whole GPU test suite, the embedding example and tests, and the
+# full conformance catalogue on the default device. Build here first and
+# carry build/bin, build/lib and .gl. Logs and the conformance JSON go to $OUT.
 set -uo pipefail
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
+export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-}
 if ! build/bin/vksoftmax devices >/dev/null 2>&1; then
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
@@ -13,7 +15,11 @@ out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
 build/bin/vksoftmax devices | tee "$out/devices.txt"
 build/bin/vksoftmax demo | tee "$out/demo.txt"; demo_rc=${PIPESTATUS[0]}
-build/bin/vksoftmax_tests --gtest_brief=1 --gtest_output=json:"$out/gtest.json" 2>&1 | tee "$out/tests.txt" | grep -vE "Validation|^\s*$" | tail -25
-tests_rc=${PIPESTATUS[0]}
-echo "demo rc=$demo_rc tests rc=$tests_rc"
-[ "$demo_rc" -eq 0 ] && [ "$tests_rc" -eq 0 ]
+build/bin/vksoftmax_tests --gtest_brief=1 2>&1 | tee "$out/tests.txt" | grep -vE "^\s*$" | tail -6; tests_rc=${PIPESTATUS[0]}
+build/bin/vksoftmax_cli_tests --gtest_brief=1 2>&1 | tail -3; cli_rc=${PIPESTATUS[0]}
+build/bin/embed; embed_rc=$?
+build/bin/vksoftmax_embed_tests --gtest_brief=1 2>&1 | tail -4; embed_tests_rc=${PIPESTATUS[0]}
+build/bin/vksoftmax conformance --json "$out/conformance.json" > "$out/conformance.txt" 2>&1; conf_rc=$?
+grep -E "FAIL|^device" "$out/conformance.txt" | head -20; tail -1 "$out/conformance.txt"
+echo "demo rc=$demo_rc gpu tests rc=$tests_rc cli tests rc=$cli_rc embed rc=$embed_rc embed tests rc=$embed_tests_rc conformance rc=$conf_rc"
+[ "$demo_rc$tests_rc$cli_rc$embed_rc$embed_tests_rc$conf_rc" = "000000" ]

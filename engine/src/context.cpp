@@ -365,6 +365,8 @@ Context::Context(const ContextOptions& options) {
     device_ = Handle<VkDevice>(device, [destroy_device](VkDevice d) { destroy_device(d, nullptr); });
     vk_.vkGetDeviceQueue(device, info_.queue_family, 0, &queue_);
 
+    create_pipeline_cache({});
+
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
     pci.queueFamilyIndex = info_.queue_family;
@@ -379,11 +381,83 @@ Context::Context(const ContextOptions& options) {
     fence_ = Handle<VkFence>(fence, [device, destroy_fence](VkFence f) { destroy_fence(device, f, nullptr); });
 }
 
+Context::Context(const HostDevice& host) : adopted_(true) {
+    if (!host.instance || !host.physical_device || !host.device || !host.get_instance_proc_addr)
+        throw Error(ErrorKind::invalid_argument,
+                    "a host device needs its VkInstance, VkPhysicalDevice, VkDevice and vkGetInstanceProcAddr");
+    // The host's loader entry: volk's copy of the entry points lives inside
+    // this library (hidden in libvksoftmax.so), so the host's own loader or
+    // volk is not touched.
+    volkInitializeCustom(host.get_instance_proc_addr);
+    volkLoadInstanceOnly(host.instance);
+    instance_ = Handle<VkInstance>(host.instance, nullptr);  // borrowed: never destroyed here
+    physical_ = host.physical_device;
+
+    auto pds = physical_devices(host.instance);
+    uint32_t index = 0;
+    for (uint32_t i = 0; i < pds.size(); ++i)
+        if (pds[i] == host.physical_device) index = i;
+    info_ = query_info(host.physical_device, index);
+    info_.queue_family = host.queue_family;
+    uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, nullptr);
+    std::vector<VkQueueFamilyProperties> families(nq);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, families.data());
+    std::string missing;
+    if (host.queue_family >= nq || !(families[host.queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+        missing += "; queue family " + std::to_string(host.queue_family) + " has no compute";
+    else
+        info_.timestamp_valid_bits = families[host.queue_family].timestampValidBits;
+    if (info_.api_version < VK_API_VERSION_1_1) missing += "; Vulkan 1.1";
+    if (!host.push_descriptor)
+        missing += info_.push_descriptor ? "; VK_KHR_push_descriptor (supported: enable it on the VkDevice)"
+                                         : "; VK_KHR_push_descriptor (not supported by this device)";
+    if (!missing.empty())
+        throw Error(ErrorKind::unsupported, "vksoftmax needs on " + info_.name + ":" + missing.substr(1));
+    // Only what the host enabled counts; the rest is reported as absent.
+    info_.storage_16bit = info_.storage_16bit && host.storage_buffer_16bit;
+    if (!host.subgroup_size_control) {
+        info_.subgroup_size_control = false;
+        info_.compute_full_subgroups = false;
+        info_.max_workgroup_subgroups = 0;
+    }
+    vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+    device_ = Handle<VkDevice>(host.device, nullptr);  // borrowed
+    volkLoadDeviceTable(&vk_, host.device);
+    create_pipeline_cache(host.pipeline_cache);
+}
+
+void Context::create_pipeline_cache(const std::vector<uint8_t>& initial) {
+    VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    ci.initialDataSize = initial.size();
+    ci.pInitialData = initial.empty() ? nullptr : initial.data();
+    VkPipelineCache cache = VK_NULL_HANDLE;
+    // A blob from another driver or device is ignored by the driver (the
+    // header check), which then starts empty: not an error.
+    check(vk_.vkCreatePipelineCache(device_.get(), &ci, nullptr, &cache), "vkCreatePipelineCache", "vksoftmax pipeline cache");
+    VkDevice dev = device_.get();
+    auto destroy = vk_.vkDestroyPipelineCache;
+    cache_ = Handle<VkPipelineCache>(cache, [dev, destroy](VkPipelineCache c) { destroy(dev, c, nullptr); });
+}
+
+std::vector<uint8_t> Context::pipeline_cache_data() const {
+    size_t size = 0;
+    check(vk_.vkGetPipelineCacheData(device_.get(), cache_.get(), &size, nullptr), "vkGetPipelineCacheData",
+          "vksoftmax pipeline cache");
+    std::vector<uint8_t> data(size);
+    check(vk_.vkGetPipelineCacheData(device_.get(), cache_.get(), &size, data.data()), "vkGetPipelineCacheData",
+          "vksoftmax pipeline cache");
+    data.resize(size);
+    return data;
+}
+
 Context::~Context() {
-    if (device_) vk_.vkDeviceWaitIdle(device_.get());
+    // An adopted device is the host's to synchronize: no wait behind its back.
+    if (device_ && !adopted_) vk_.vkDeviceWaitIdle(device_.get());
     // Members are destroyed in reverse order: pipelines, fence and pool go
     // before the device, the device before the instance.
     pipelines_.clear();
+    cache_.reset();
     fence_.reset();
     pool_.reset();
     device_.reset();
@@ -398,6 +472,8 @@ const Pipeline& Context::pipeline(const PipelineKey& key) {
 }
 
 void Context::submit_and_wait(const std::function<void(VkCommandBuffer)>& record) {
+    if (adopted_)
+        throw Error(ErrorKind::invalid_argument, "a Context on a host's device submits nothing: record into the host's command buffer");
     std::lock_guard<std::mutex> lock(submit_mutex_);
     VkDevice dev = device_.get();
     VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};

@@ -92,7 +92,7 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     ci.layout = layout;
     if (ctx.capturing_statistics()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     VkPipeline pipeline = VK_NULL_HANDLE;
-    check(vk.vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &pipeline), "vkCreateComputePipelines",
+    check(vk.vkCreateComputePipelines(dev, ctx.pipeline_cache(), 1, &ci, nullptr, &pipeline), "vkCreateComputePipelines",
           what);
     auto destroy_p = vk.vkDestroyPipeline;
     pipeline_ = Handle<VkPipeline>(pipeline, [dev, destroy_p](VkPipeline h) { destroy_p(dev, h, nullptr); });

@@ -6,7 +6,6 @@
 
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
-#include "vksoftmax/timer.hpp"
 
 namespace vksoftmax {
 namespace {
@@ -196,12 +195,18 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
 }
 
 void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
-            const BufferRange& workspace, const Timer* timer, uint32_t first_slot) {
+            const BufferRange& workspace, const Timestamps& timestamps) {
     if (plan.passes == 0) return;
     const VolkDeviceTable& vk = ctx.vk();
     if (plan.workspace_bytes > 0 && (workspace.buffer == VK_NULL_HANDLE || workspace.range < plan.workspace_bytes))
         throw Error(ErrorKind::invalid_argument, "the split path needs a workspace of " +
                                                      std::to_string(plan.workspace_bytes) + " bytes");
+    const uint64_t align = ctx.info().min_storage_buffer_offset_alignment;
+    for (const BufferRange* r : {&in, &out, &workspace})
+        if (align && r->offset % align)
+            throw Error(ErrorKind::invalid_argument, "buffer offset " + std::to_string(r->offset) +
+                                                         " is not a multiple of minStorageBufferOffsetAlignment (" +
+                                                         std::to_string(align) + ")");
     if (in.range < plan.tensor_bytes || out.range < plan.tensor_bytes)
         throw Error(ErrorKind::invalid_argument, "input or output range is smaller than the tensor (" +
                                                      std::to_string(plan.tensor_bytes) + " bytes)");
@@ -222,7 +227,11 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
         writes[i].pBufferInfo = &infos[i];
     }
 
-    if (timer) timer->stamp(cb, first_slot);
+    auto stamp = [&](uint32_t i) {
+        if (timestamps.pool)
+            vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps.pool, timestamps.first + i);
+    };
+    stamp(0);
     for (uint32_t p = 0; p < plan.passes; ++p) {
         const Pipeline& pl = *plan.pipeline[p];
         if (p > 0) {
@@ -241,7 +250,7 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
         vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl.layout(), 0, 3, writes);
         vk.vkCmdPushConstants(cb, pl.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants), &plan.push);
         vk.vkCmdDispatch(cb, plan.groups, 1, 1);
-        if (timer) timer->stamp(cb, first_slot + p + 1);
+        stamp(p + 1);
     }
 }
 

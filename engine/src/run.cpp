@@ -43,7 +43,8 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
                                 &to_shader, 0, nullptr, 0, nullptr);
         if (timer) timer->reset(cb);
         BufferRange ws = workspace ? BufferRange{workspace->buffer(), 0, plan.workspace_bytes} : BufferRange{};
-        record(ctx, plan, cb, {in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, ws, timer.get(), 0);
+        record(ctx, plan, cb, {in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, ws,
+               timer ? Timestamps{timer->pool(), 0} : Timestamps{});
         VkMemoryBarrier to_copy{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
                                 VK_ACCESS_TRANSFER_READ_BIT};
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,

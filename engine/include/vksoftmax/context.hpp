@@ -75,6 +75,23 @@ struct ContextOptions {
     bool capture_statistics = false;
 };
 
+// A host application's own Vulkan objects, for a Context that records into
+// its command buffers (see vksoftmax.h). The host keeps ownership: the
+// Context never destroys them and creates no queue, pool or fence.
+struct HostDevice {
+    VkInstance instance = VK_NULL_HANDLE;
+    VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+    VkDevice device = VK_NULL_HANDLE;
+    uint32_t queue_family = 0;  // where the host will submit the recorded work
+    PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;  // the host's loader entry
+    // What the host enabled on `device` (vksoftmax cannot see it):
+    bool push_descriptor = false;         // VK_KHR_push_descriptor: required
+    bool storage_buffer_16bit = false;    // storageBuffer16BitAccess: fp16 tensors
+    bool subgroup_size_control = false;   // subgroupSizeControl (+ computeFullSubgroups)
+    // A blob from Context::pipeline_cache_data() of an earlier run, or empty.
+    std::vector<uint8_t> pipeline_cache;
+};
+
 // The devices Vulkan sees, in enumeration order, and the index that
 // Context picks by default (or -1 if none is usable).
 struct DeviceList {
@@ -86,6 +103,9 @@ DeviceList list_devices();
 class Context {
 public:
     explicit Context(const ContextOptions& options = {});
+    // Adopts the host's device. Throws Error(unsupported) naming every
+    // feature vksoftmax needs that the host did not enable.
+    explicit Context(const HostDevice& host);
     ~Context();
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
@@ -101,8 +121,15 @@ public:
     // Safe to call from several threads.
     const Pipeline& pipeline(const PipelineKey& key);
 
-    // Records with `record`, submits to the queue and waits for it.
+    // Records with `record`, submits to the queue and waits for it. Only on
+    // a Context that owns its device: an adopted one submits nothing.
     void submit_and_wait(const std::function<void(VkCommandBuffer)>& record);
+    bool adopted() const { return adopted_; }
+
+    // The pipeline cache's contents, to hand back through
+    // HostDevice::pipeline_cache next time.
+    std::vector<uint8_t> pipeline_cache_data() const;
+    VkPipelineCache pipeline_cache() const { return cache_.get(); }
 
     // Validation-layer errors (and warnings about synchronization) seen so
     // far, with the text of the first few.
@@ -119,6 +146,7 @@ public:
     const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
 
 private:
+    void create_pipeline_cache(const std::vector<uint8_t>& initial);
     static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                            VkDebugUtilsMessageTypeFlagsEXT type,
                                                            const VkDebugUtilsMessengerCallbackDataEXT* data,
@@ -132,6 +160,8 @@ private:
     VkQueue queue_ = VK_NULL_HANDLE;
     DeviceInfo info_;
     VkPhysicalDeviceMemoryProperties memory_{};
+    bool adopted_ = false;
+    Handle<VkPipelineCache> cache_;
     Handle<VkCommandPool> pool_;
     Handle<VkFence> fence_;
     std::mutex submit_mutex_;

@@ -13,7 +13,6 @@
 namespace vksoftmax {
 
 class Context;
-class Timer;
 
 enum class Path {
     subgroup_row,   // a subgroup owns a short row; several rows per workgroup
@@ -56,12 +55,20 @@ struct BufferRange {
     VkDeviceSize range = 0;
 };
 
+// Timestamps around the passes: queries first .. first + passes of `pool`
+// (reset by the caller), written at the bottom of the pipe.
+struct Timestamps {
+    VkQueryPool pool = VK_NULL_HANDLE;
+    uint32_t first = 0;
+};
+
 // Records the plan's dispatches into `cb`. Reads `in`, writes `out`, uses
 // `workspace` (plan.workspace_bytes; may be empty when that is 0). The
 // caller makes the input's writes visible to compute-shader reads before,
-// and the output's shader writes visible to its readers after. With a
-// timer, stamps slots first_slot .. first_slot + passes around the passes.
+// and the output's shader writes visible to its readers after; the only
+// barrier recorded is the one between the split path's two passes. Const:
+// one plan may be recorded from several threads into different buffers.
 void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
-            const BufferRange& workspace, const Timer* timer = nullptr, uint32_t first_slot = 0);
+            const BufferRange& workspace, const Timestamps& timestamps = {});
 
 }  // namespace vksoftmax

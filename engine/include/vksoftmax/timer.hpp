@@ -19,6 +19,7 @@ public:
     // check DeviceInfo::timestamps() first to report "no timing" instead.
     Timer(Context& ctx, uint32_t slots);
     uint32_t slots() const { return slots_; }
+    VkQueryPool pool() const { return pool_.get(); }
     // Must be recorded before the first stamp of each use.
     void reset(VkCommandBuffer cb) const;
     void stamp(VkCommandBuffer cb, uint32_t slot) const;

@@ -1,0 +1,114 @@
+/* vksoftmax: softmax and log-softmax recorded into a host application's own
+ * Vulkan command buffers, on its own device and buffers (C99).
+ *
+ * The host creates its instance and device, enables what vksoftmax needs
+ * (VK_KHR_push_descriptor; storageBuffer16BitAccess for fp16; optionally
+ * subgroupSizeControl + computeFullSubgroups), and hands them over with its
+ * vkGetInstanceProcAddr. vksoftmax creates pipelines (at plan creation,
+ * never while recording) and a pipeline cache; it allocates no memory,
+ * command pool, descriptor pool or synchronization object, and submits
+ * nothing.
+ *
+ * Barrier contract of vksm_record():
+ *   before: the host's writes to the input, and any earlier access to the
+ *     output and workspace, must be made available to
+ *     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT with VK_ACCESS_SHADER_READ_BIT
+ *     (input, workspace) and VK_ACCESS_SHADER_WRITE_BIT (output, workspace);
+ *   inside: the split path records one buffer barrier on the workspace
+ *     (compute shader write -> compute shader read) between its passes;
+ *     nothing else;
+ *   after: the output is written by VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+ *     with VK_ACCESS_SHADER_WRITE_BIT; readers need a barrier from there.
+ *
+ * Threads: a context and its plans may be used from several threads at once;
+ * recording one plan from several threads into different command buffers
+ * is safe. Creating plans concurrently is safe. Destroy a plan or context
+ * only once the GPU has finished the work recorded with it.
+ */
+#ifndef VKSOFTMAX_H
+#define VKSOFTMAX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <vulkan/vulkan_core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vksm_context_T* vksm_context;
+typedef struct vksm_plan_T* vksm_plan;
+
+typedef enum vksm_result {
+    VKSM_SUCCESS = 0,
+    VKSM_ERROR_INVALID_ARGUMENT = -1, /* a shape, option, offset or range it cannot take */
+    VKSM_ERROR_UNSUPPORTED = -2,      /* the device lacks (or the host did not enable) a feature */
+    VKSM_ERROR_OUT_OF_MEMORY = -3,
+    VKSM_ERROR_DEVICE_LOST = -4,
+    VKSM_ERROR_VULKAN = -5            /* another failed Vulkan call */
+} vksm_result;
+
+typedef enum vksm_dtype { VKSM_F32 = 0, VKSM_F16 = 1 } vksm_dtype;
+typedef enum vksm_precision { VKSM_PRECISION_FAST = 0, VKSM_PRECISION_ACCURATE = 1 } vksm_precision;
+
+typedef struct vksm_context_desc {
+    VkInstance instance;
+    VkPhysicalDevice physical_device;
+    VkDevice device;
+    uint32_t queue_family;                        /* the family the host submits the work to */
+    PFN_vkGetInstanceProcAddr get_instance_proc_addr;
+    /* What the host enabled on `device` (nonzero = enabled). */
+    int push_descriptor;                          /* VK_KHR_push_descriptor: required */
+    int storage_buffer_16bit_access;              /* for VKSM_F16 */
+    int subgroup_size_control;                    /* subgroupSizeControl and computeFullSubgroups */
+    /* An earlier vksm_pipeline_cache_data() blob, or NULL / 0. */
+    const void* pipeline_cache_data;
+    size_t pipeline_cache_size;
+} vksm_context_desc;
+
+/* Softmax along `axis` of a dense row-major tensor seen as (outer, axis, inner). */
+typedef struct vksm_problem {
+    uint64_t outer, axis, inner;
+    vksm_dtype dtype;
+    int log;             /* nonzero: log-softmax */
+    double temperature;  /* softmax(x / T); T > 0 and finite (0 is taken as 1) */
+    vksm_precision precision;
+} vksm_problem;
+
+typedef struct vksm_buffer {
+    VkBuffer buffer;
+    VkDeviceSize offset; /* a multiple of minStorageBufferOffsetAlignment */
+    VkDeviceSize range;  /* at least the tensor's (or workspace's) bytes */
+} vksm_buffer;
+
+/* On failure *out is NULL and, if `message` is not NULL, up to message_size
+ * bytes of the reason are written there (e.g. which features are missing). */
+vksm_result vksm_context_create(const vksm_context_desc* desc, vksm_context* out, char* message, size_t message_size);
+void vksm_context_destroy(vksm_context context);
+/* The reason for the last failure of a call on this context (or its plans). */
+const char* vksm_context_last_error(vksm_context context);
+
+/* The pipeline cache's contents: call with data NULL for the size. */
+vksm_result vksm_pipeline_cache_data(vksm_context context, void* data, size_t* size);
+
+/* Validates the problem and creates every pipeline it needs. */
+vksm_result vksm_plan_create(vksm_context context, const vksm_problem* problem, vksm_plan* out);
+void vksm_plan_destroy(vksm_plan plan);
+/* Bytes of the input/output tensor, and of the workspace the host provides
+ * (0: none needed), with the workspace's offset alignment. */
+VkDeviceSize vksm_plan_tensor_bytes(vksm_plan plan);
+void vksm_plan_workspace(vksm_plan plan, VkDeviceSize* size, VkDeviceSize* alignment);
+/* Dispatches recorded: 1, or 2 for rows split across workgroups (0: empty tensor). */
+uint32_t vksm_plan_passes(vksm_plan plan);
+
+/* Records the plan into the host's command buffer (in the recording state,
+ * outside a render pass). With a query pool, writes passes + 1 timestamps
+ * at first_query .. (reset by the host). */
+vksm_result vksm_record(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer input, vksm_buffer output,
+                        vksm_buffer workspace, VkQueryPool timestamps, uint32_t first_query);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VKSOFTMAX_H */

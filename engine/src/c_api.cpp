@@ -1,0 +1,157 @@
+// The C API (vksoftmax.h) over Context, Plan and record().
+#include "vksoftmax/vksoftmax.h"
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "vksoftmax/context.hpp"
+#include "vksoftmax/error.hpp"
+#include "vksoftmax/plan.hpp"
+
+struct vksm_context_T {
+    std::unique_ptr<vksoftmax::Context> ctx;
+    std::mutex error_mutex;
+    std::string last_error;
+};
+
+struct vksm_plan_T {
+    vksm_context_T* owner;
+    vksoftmax::Plan plan;
+};
+
+namespace {
+
+vksm_result to_result(const vksoftmax::Error& e) {
+    switch (e.kind()) {
+        case vksoftmax::ErrorKind::invalid_argument: return VKSM_ERROR_INVALID_ARGUMENT;
+        case vksoftmax::ErrorKind::unsupported: return VKSM_ERROR_UNSUPPORTED;
+        case vksoftmax::ErrorKind::out_of_memory: return VKSM_ERROR_OUT_OF_MEMORY;
+        case vksoftmax::ErrorKind::device_lost: return VKSM_ERROR_DEVICE_LOST;
+        default: return VKSM_ERROR_VULKAN;
+    }
+}
+
+// Runs `body`; exceptions never cross the C boundary.
+template <typename Body>
+vksm_result guarded(vksm_context_T* c, Body body) {
+    auto fail = [&](vksm_result r, const char* what) {
+        if (c) {
+            std::lock_guard<std::mutex> lock(c->error_mutex);
+            c->last_error = what;
+        }
+        return r;
+    };
+    try {
+        body();
+        return VKSM_SUCCESS;
+    } catch (const vksoftmax::Error& e) {
+        return fail(to_result(e), e.what());
+    } catch (const std::bad_alloc&) {
+        return fail(VKSM_ERROR_OUT_OF_MEMORY, "out of host memory");
+    } catch (const std::exception& e) {
+        return fail(VKSM_ERROR_VULKAN, e.what());
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+vksm_result vksm_context_create(const vksm_context_desc* desc, vksm_context* out, char* message, size_t message_size) {
+    if (out) *out = nullptr;
+    if (!desc || !out) return VKSM_ERROR_INVALID_ARGUMENT;
+    auto c = std::make_unique<vksm_context_T>();
+    const vksm_result r = guarded(c.get(), [&] {
+        vksoftmax::HostDevice h;
+        h.instance = desc->instance;
+        h.physical_device = desc->physical_device;
+        h.device = desc->device;
+        h.queue_family = desc->queue_family;
+        h.get_instance_proc_addr = desc->get_instance_proc_addr;
+        h.push_descriptor = desc->push_descriptor != 0;
+        h.storage_buffer_16bit = desc->storage_buffer_16bit_access != 0;
+        h.subgroup_size_control = desc->subgroup_size_control != 0;
+        if (desc->pipeline_cache_data && desc->pipeline_cache_size) {
+            const auto* p = static_cast<const uint8_t*>(desc->pipeline_cache_data);
+            h.pipeline_cache.assign(p, p + desc->pipeline_cache_size);
+        }
+        c->ctx = std::make_unique<vksoftmax::Context>(h);
+    });
+    if (r != VKSM_SUCCESS) {
+        if (message && message_size) {
+            std::strncpy(message, c->last_error.c_str(), message_size - 1);
+            message[message_size - 1] = '\0';
+        }
+        return r;
+    }
+    *out = c.release();
+    return VKSM_SUCCESS;
+}
+
+void vksm_context_destroy(vksm_context context) { delete context; }
+
+const char* vksm_context_last_error(vksm_context context) {
+    if (!context) return "no context";
+    std::lock_guard<std::mutex> lock(context->error_mutex);
+    return context->last_error.c_str();
+}
+
+vksm_result vksm_pipeline_cache_data(vksm_context context, void* data, size_t* size) {
+    if (!context || !size) return VKSM_ERROR_INVALID_ARGUMENT;
+    return guarded(context, [&] {
+        const std::vector<uint8_t> blob = context->ctx->pipeline_cache_data();
+        if (data) {
+            if (*size < blob.size())
+                throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, "pipeline cache buffer too small");
+            std::memcpy(data, blob.data(), blob.size());
+        }
+        *size = blob.size();
+    });
+}
+
+vksm_result vksm_plan_create(vksm_context context, const vksm_problem* problem, vksm_plan* out) {
+    if (out) *out = nullptr;
+    if (!context || !problem || !out) return VKSM_ERROR_INVALID_ARGUMENT;
+    return guarded(context, [&] {
+        vksoftmax::Problem p;
+        p.shape = {problem->outer, problem->axis, problem->inner};
+        if (problem->dtype != VKSM_F32 && problem->dtype != VKSM_F16)
+            throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, "unknown dtype");
+        p.dtype = problem->dtype == VKSM_F16 ? vksoftmax::Dtype::f16 : vksoftmax::Dtype::f32;
+        p.log = problem->log != 0;
+        p.temperature = problem->temperature == 0.0 ? 1.0 : problem->temperature;
+        p.precision = problem->precision == VKSM_PRECISION_ACCURATE ? vksoftmax::Precision::accurate
+                                                                      : vksoftmax::Precision::fast;
+        auto plan = std::make_unique<vksm_plan_T>();
+        plan->owner = context;
+        plan->plan = vksoftmax::make_plan(*context->ctx, p);
+        *out = plan.release();
+    });
+}
+
+void vksm_plan_destroy(vksm_plan plan) { delete plan; }
+
+VkDeviceSize vksm_plan_tensor_bytes(vksm_plan plan) { return plan ? plan->plan.tensor_bytes : 0; }
+
+void vksm_plan_workspace(vksm_plan plan, VkDeviceSize* size, VkDeviceSize* alignment) {
+    if (size) *size = plan ? plan->plan.workspace_bytes : 0;
+    if (alignment)
+        *alignment = plan ? std::max<VkDeviceSize>(16, plan->owner->ctx->info().min_storage_buffer_offset_alignment) : 16;
+}
+
+uint32_t vksm_plan_passes(vksm_plan plan) { return plan ? plan->plan.passes : 0; }
+
+vksm_result vksm_record(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer input, vksm_buffer output,
+                        vksm_buffer workspace, VkQueryPool timestamps, uint32_t first_query) {
+    if (!plan || !command_buffer) return VKSM_ERROR_INVALID_ARGUMENT;
+    return guarded(plan->owner, [&] {
+        vksoftmax::record(*plan->owner->ctx, plan->plan, command_buffer, {input.buffer, input.offset, input.range},
+                          {output.buffer, output.offset, output.range},
+                          {workspace.buffer, workspace.offset, workspace.range}, {timestamps, first_query});
+    });
+}
+
+}  // extern "C"

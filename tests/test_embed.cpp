@@ -1,0 +1,395 @@
+// vksoftmax inside a host application: this test is the host. It links the
+// Vulkan loader directly (no volk) and libvksoftmax.so through vksoftmax.h
+// only, creates its own instance with the validation layer and
+// synchronization validation, its own device, buffers and command buffers,
+// records work before and after the softmax, and fails on any validation
+// message.
+#include <gtest/gtest.h>
+#include <vulkan/vulkan.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "vksoftmax/vksoftmax.h"
+
+namespace {
+
+#define VK(call) ASSERT_EQ((call), VK_SUCCESS) << #call
+
+struct Messages {
+    std::vector<std::string> list;
+};
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                          VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* d,
+                                          void* user) {
+    const bool sync = d->pMessageIdName && std::strstr(d->pMessageIdName, "SYNC-");
+    if ((severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) || sync)
+        static_cast<Messages*>(user)->list.push_back(d->pMessage ? d->pMessage : "?");
+    return VK_FALSE;
+}
+
+// A float64 softmax of each row, for checking.
+std::vector<double> reference(const float* x, uint32_t rows, uint32_t cols, bool log) {
+    std::vector<double> y(size_t(rows) * cols);
+    for (uint32_t r = 0; r < rows; ++r) {
+        double m = -INFINITY, d = 0;
+        for (uint32_t c = 0; c < cols; ++c) m = std::max(m, double(x[r * cols + c]));
+        for (uint32_t c = 0; c < cols; ++c) d += std::exp(x[r * cols + c] - m);
+        for (uint32_t c = 0; c < cols; ++c)
+            y[r * cols + c] = log ? x[r * cols + c] - m - std::log(d) : std::exp(x[r * cols + c] - m) / d;
+    }
+    return y;
+}
+
+class Embed : public ::testing::Test {
+protected:
+    void SetUp() override {
+        VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+        app.apiVersion = VK_API_VERSION_1_1;
+        const char* layer = "VK_LAYER_KHRONOS_validation";
+        const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+        uint32_t nl = 0;
+        vkEnumerateInstanceLayerProperties(&nl, nullptr);
+        std::vector<VkLayerProperties> layers(nl);
+        vkEnumerateInstanceLayerProperties(&nl, layers.data());
+        for (auto& l : layers) validation_ = validation_ || std::strcmp(l.layerName, layer) == 0;
+        VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+        VkValidationFeaturesEXT vf{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+        vf.enabledValidationFeatureCount = 1;
+        vf.pEnabledValidationFeatures = enables;
+        VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+        ici.pApplicationInfo = &app;
+        if (validation_) {
+            ici.enabledLayerCount = 1;
+            ici.ppEnabledLayerNames = &layer;
+            ici.enabledExtensionCount = 1;
+            ici.ppEnabledExtensionNames = &ext;
+            ici.pNext = &vf;
+        }
+        VK(vkCreateInstance(&ici, nullptr, &instance_));
+        if (validation_) {
+            auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+                vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+            VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+            mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+            mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+            mci.pfnUserCallback = on_message;
+            mci.pUserData = &messages_;
+            VK(create(instance_, &mci, nullptr, &messenger_));
+        }
+        uint32_t n = 1;
+        VkResult r = vkEnumeratePhysicalDevices(instance_, &n, &pd_);
+        ASSERT_TRUE((r == VK_SUCCESS || r == VK_INCOMPLETE) && n == 1);
+        uint32_t nq = 0;
+        vkGetPhysicalDeviceQueueFamilyProperties(pd_, &nq, nullptr);
+        std::vector<VkQueueFamilyProperties> fams(nq);
+        vkGetPhysicalDeviceQueueFamilyProperties(pd_, &nq, fams.data());
+        while (family_ < nq && !(fams[family_].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family_;
+        float prio = 1.f;
+        VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+        qci.queueFamilyIndex = family_;
+        qci.queueCount = 1;
+        qci.pQueuePriorities = &prio;
+        const char* dext = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+        VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+        dci.queueCreateInfoCount = 1;
+        dci.pQueueCreateInfos = &qci;
+        dci.enabledExtensionCount = 1;
+        dci.ppEnabledExtensionNames = &dext;
+        VK(vkCreateDevice(pd_, &dci, nullptr, &dev_));
+        vkGetDeviceQueue(dev_, family_, 0, &queue_);
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(pd_, &props);
+        align_ = props.limits.minStorageBufferOffsetAlignment;
+        VkPhysicalDeviceMemoryProperties mp;
+        vkGetPhysicalDeviceMemoryProperties(pd_, &mp);
+        memory_ = mp;
+    }
+    void TearDown() override {
+        if (dev_) {
+            vkDeviceWaitIdle(dev_);
+            for (auto& b : buffers_) {
+                vkDestroyBuffer(dev_, b.first, nullptr);
+                vkFreeMemory(dev_, b.second, nullptr);
+            }
+            for (VkCommandPool p : pools_) vkDestroyCommandPool(dev_, p, nullptr);
+            vkDestroyDevice(dev_, nullptr);
+        }
+        if (messenger_) {
+            auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+                vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+            destroy(instance_, messenger_, nullptr);
+        }
+        if (instance_) vkDestroyInstance(instance_, nullptr);
+        std::string all;
+        for (auto& m : messages_.list) all += "\n  " + m;
+        EXPECT_TRUE(messages_.list.empty()) << messages_.list.size() << " validation message(s):" << all;
+    }
+
+    vksm_context_desc desc() const {
+        vksm_context_desc d{};
+        d.instance = instance_;
+        d.physical_device = pd_;
+        d.device = dev_;
+        d.queue_family = family_;
+        d.get_instance_proc_addr = vkGetInstanceProcAddr;
+        d.push_descriptor = 1;
+        return d;
+    }
+
+    // A host-visible buffer (the host maps it to write and read).
+    VkBuffer buffer(VkDeviceSize size, void** map) {
+        VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+        bi.size = size;
+        bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
+        VkBuffer b = VK_NULL_HANDLE;
+        EXPECT_EQ(vkCreateBuffer(dev_, &bi, nullptr, &b), VK_SUCCESS);
+        VkMemoryRequirements req;
+        vkGetBufferMemoryRequirements(dev_, b, &req);
+        VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+        ai.allocationSize = req.size;
+        const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+        for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+            if ((req.memoryTypeBits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & want) == want) {
+                ai.memoryTypeIndex = i;
+                break;
+            }
+        VkDeviceMemory m = VK_NULL_HANDLE;
+        EXPECT_EQ(vkAllocateMemory(dev_, &ai, nullptr, &m), VK_SUCCESS);
+        EXPECT_EQ(vkBindBufferMemory(dev_, b, m, 0), VK_SUCCESS);
+        EXPECT_EQ(vkMapMemory(dev_, m, 0, VK_WHOLE_SIZE, 0, map), VK_SUCCESS);
+        buffers_.push_back({b, m});
+        return b;
+    }
+
+    VkCommandBuffer command_buffer() {
+        VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+        pci.queueFamilyIndex = family_;
+        VkCommandPool pool = VK_NULL_HANDLE;
+        EXPECT_EQ(vkCreateCommandPool(dev_, &pci, nullptr, &pool), VK_SUCCESS);
+        pools_.push_back(pool);
+        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        ai.commandPool = pool;
+        ai.commandBufferCount = 1;
+        VkCommandBuffer cb = VK_NULL_HANDLE;
+        EXPECT_EQ(vkAllocateCommandBuffers(dev_, &ai, &cb), VK_SUCCESS);
+        return cb;
+    }
+
+    void submit(const std::vector<VkCommandBuffer>& cbs) {
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        si.commandBufferCount = static_cast<uint32_t>(cbs.size());
+        si.pCommandBuffers = cbs.data();
+        ASSERT_EQ(vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
+        ASSERT_EQ(vkQueueWaitIdle(queue_), VK_SUCCESS);
+    }
+
+    bool validation_ = false;
+    Messages messages_;
+    VkInstance instance_ = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    VkPhysicalDevice pd_ = VK_NULL_HANDLE;
+    VkDevice dev_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    uint32_t family_ = 0;
+    VkDeviceSize align_ = 16;
+    VkPhysicalDeviceMemoryProperties memory_{};
+    std::vector<std::pair<VkBuffer, VkDeviceMemory>> buffers_;
+    std::vector<VkCommandPool> pools_;
+};
+
+// Host work before (a transfer fill of the workspace region and the
+// host's writes), the softmax at non-zero offsets, host work after (a copy
+// of the output): synchronization validation checks the barrier contract.
+TEST_F(Embed, RecordsIntoTheHostsCommandBufferAtOffsets) {
+    std::printf("embedding test on validation layer %s\n", validation_ ? "on (with synchronization validation)" : "OFF");
+    vksm_context ctx = nullptr;
+    char why[256] = "";
+    const vksm_context_desc host = desc();
+    ASSERT_EQ(vksm_context_create(&host, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
+    // One short-row plan and one split (two-pass) plan.
+    const uint32_t rows[2] = {37, 3}, cols[2] = {1000, 70001};
+    vksm_plan plans[2];
+    for (int i = 0; i < 2; ++i) {
+        vksm_problem p{rows[i], cols[i], 1, VKSM_F32, i == 1, 1.0, VKSM_PRECISION_FAST};
+        ASSERT_EQ(vksm_plan_create(ctx, &p, &plans[i]), VKSM_SUCCESS) << vksm_context_last_error(ctx);
+    }
+    ASSERT_EQ(vksm_plan_passes(plans[1]), 2u);
+    VkDeviceSize ws_size = 0, ws_align = 0;
+    vksm_plan_workspace(plans[1], &ws_size, &ws_align);
+    ASSERT_GT(ws_size, 0u);
+
+    std::mt19937 rng(std::random_device{}());
+    std::normal_distribution<float> logits(0.f, 4.f);
+    struct Job {
+        void* map;
+        VkBuffer buf;
+        VkDeviceSize in_off, out_off, bytes;
+        void* ws_map;
+        VkBuffer ws;
+        VkDeviceSize ws_off;
+        void* copy_map;
+        VkBuffer copy;
+        VkCommandBuffer cb;
+    } jobs[2];
+    for (int i = 0; i < 2; ++i) {
+        Job& j = jobs[i];
+        j.bytes = vksm_plan_tensor_bytes(plans[i]);
+        j.in_off = 3 * align_;  // not at the start of the host's buffer
+        j.out_off = j.in_off + (j.bytes + align_ - 1) / align_ * align_ + 5 * align_;
+        j.buf = buffer(j.out_off + j.bytes + align_, &j.map);
+        j.ws_off = 7 * std::max(align_, ws_align);
+        j.ws = buffer(j.ws_off + std::max<VkDeviceSize>(ws_size, 16), &j.ws_map);
+        j.copy = buffer(j.bytes, &j.copy_map);
+        float* x = reinterpret_cast<float*>(static_cast<char*>(j.map) + j.in_off);
+        for (uint64_t k = 0; k < j.bytes / 4; ++k) x[k] = logits(rng);
+        j.cb = command_buffer();
+    }
+
+    // Two plans recorded from two threads, each into its own command buffer.
+    std::vector<std::thread> threads;
+    vksm_result results[2] = {VKSM_ERROR_VULKAN, VKSM_ERROR_VULKAN};
+    for (int i = 0; i < 2; ++i)
+        threads.emplace_back([&, i] {
+            Job& j = jobs[i];
+            VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+            vkBeginCommandBuffer(j.cb, &bi);
+            // Work before: poison the output and the workspace with a transfer.
+            vkCmdFillBuffer(j.cb, j.buf, j.out_off, j.bytes, 0x7fc00000u);
+            vkCmdFillBuffer(j.cb, j.ws, 0, VK_WHOLE_SIZE, 0xdeadbeefu);
+            VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
+                                   VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+                                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+            vkCmdPipelineBarrier(j.cb, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+            results[i] = vksm_record(plans[i], j.cb, {j.buf, j.in_off, j.bytes}, {j.buf, j.out_off, j.bytes},
+                                     {j.ws, j.ws_off, std::max<VkDeviceSize>(ws_size, 16)}, VK_NULL_HANDLE, 0);
+            // Work after: copy the output elsewhere, then to the host.
+            VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                                  VK_ACCESS_TRANSFER_READ_BIT};
+            vkCmdPipelineBarrier(j.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &after,
+                                 0, nullptr, 0, nullptr);
+            VkBufferCopy region{j.out_off, 0, j.bytes};
+            vkCmdCopyBuffer(j.cb, j.buf, j.copy, 1, &region);
+            VkMemoryBarrier host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                                 VK_ACCESS_HOST_READ_BIT};
+            vkCmdPipelineBarrier(j.cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &host, 0, nullptr,
+                                 0, nullptr);
+            vkEndCommandBuffer(j.cb);
+        });
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(results[0], VKSM_SUCCESS) << vksm_context_last_error(ctx);
+    ASSERT_EQ(results[1], VKSM_SUCCESS) << vksm_context_last_error(ctx);
+    submit({jobs[0].cb, jobs[1].cb});
+
+    for (int i = 0; i < 2; ++i) {
+        const Job& j = jobs[i];
+        const float* x = reinterpret_cast<const float*>(static_cast<const char*>(j.map) + j.in_off);
+        const float* y = static_cast<const float*>(j.copy_map);
+        const auto ref = reference(x, rows[i], cols[i], i == 1);
+        for (size_t k = 0; k < ref.size(); ++k)
+            ASSERT_LE(std::fabs(y[k] - ref[k]), 1e-5 * std::max(std::fabs(ref[k]), i == 1 ? 1.0 : 1e-30))
+                << "plan " << i << " element " << k << ": got " << y[k] << ", want " << ref[k];
+    }
+    vksm_plan_destroy(plans[0]);
+    vksm_plan_destroy(plans[1]);
+    vksm_context_destroy(ctx);
+}
+
+TEST_F(Embed, TimestampsIntoTheHostsQueryPool) {
+    vksm_context ctx = nullptr;
+    const vksm_context_desc host = desc();
+    ASSERT_EQ(vksm_context_create(&host, &ctx, nullptr, 0), VKSM_SUCCESS);
+    vksm_problem p{2, 70001, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
+    vksm_plan plan = nullptr;
+    ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS) << vksm_context_last_error(ctx);
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = 8;
+    VkQueryPool qp = VK_NULL_HANDLE;
+    VK(vkCreateQueryPool(dev_, &qi, nullptr, &qp));
+    void *map, *wmap;
+    const VkDeviceSize bytes = vksm_plan_tensor_bytes(plan);
+    VkBuffer b = buffer(2 * bytes + 2 * align_, &map);
+    VkDeviceSize ws_size, ws_align;
+    vksm_plan_workspace(plan, &ws_size, &ws_align);
+    VkBuffer w = buffer(ws_size, &wmap);
+    std::memset(map, 0, bytes);  // a constant row: the output is 1 / cols everywhere
+    VkCommandBuffer cb = command_buffer();
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(cb, &bi);
+    vkCmdResetQueryPool(cb, qp, 0, 8);
+    VkMemoryBarrier host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_HOST_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &host, 0, nullptr, 0,
+                         nullptr);
+    const VkDeviceSize out = (bytes + align_ - 1) / align_ * align_ + align_;
+    ASSERT_EQ(vksm_record(plan, cb, {b, 0, bytes}, {b, out, bytes}, {w, 0, ws_size}, qp, 3), VKSM_SUCCESS)
+        << vksm_context_last_error(ctx);
+    VkMemoryBarrier done{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &done, 0, nullptr, 0,
+                         nullptr);
+    vkEndCommandBuffer(cb);
+    submit({cb});
+    uint64_t t[3];
+    VK(vkGetQueryPoolResults(dev_, qp, 3, 3, sizeof t, t, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+    EXPECT_LE(t[0], t[1]);
+    EXPECT_LE(t[1], t[2]);
+    EXPECT_LT(t[0], t[2]) << "two passes took no time";
+    const float* y = reinterpret_cast<const float*>(static_cast<const char*>(map) + out);
+    EXPECT_NEAR(y[12345], 1.0 / 70001, 1e-5 / 70001);
+    vkDestroyQueryPool(dev_, qp, nullptr);
+    vksm_plan_destroy(plan);
+    vksm_context_destroy(ctx);
+}
+
+TEST_F(Embed, SaysWhichFeaturesAreMissing) {
+    vksm_context_desc d = desc();
+    d.push_descriptor = 0;
+    vksm_context ctx = nullptr;
+    char why[512] = "";
+    EXPECT_EQ(vksm_context_create(&d, &ctx, why, sizeof why), VKSM_ERROR_UNSUPPORTED);
+    EXPECT_EQ(ctx, nullptr);
+    EXPECT_NE(std::string(why).find("VK_KHR_push_descriptor"), std::string::npos) << why;
+    // fp16 was not enabled on this device: a clear error, not a wrong result.
+    const vksm_context_desc host = desc();
+    ASSERT_EQ(vksm_context_create(&host, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
+    vksm_problem p{4, 64, 1, VKSM_F16, 0, 1.0, VKSM_PRECISION_FAST};
+    vksm_plan plan = nullptr;
+    EXPECT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("storageBuffer16BitAccess"), std::string::npos)
+        << vksm_context_last_error(ctx);
+    vksm_problem bad{4, 64, 1, VKSM_F32, 0, -1.0, VKSM_PRECISION_FAST};
+    EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    vksm_context_destroy(ctx);
+}
+
+TEST_F(Embed, PipelineCacheRoundTrip) {
+    vksm_context ctx = nullptr;
+    const vksm_context_desc host = desc();
+    ASSERT_EQ(vksm_context_create(&host, &ctx, nullptr, 0), VKSM_SUCCESS);
+    vksm_problem p{8, 1000, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
+    vksm_plan plan = nullptr;
+    ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS);
+    size_t size = 0;
+    ASSERT_EQ(vksm_pipeline_cache_data(ctx, nullptr, &size), VKSM_SUCCESS);
+    ASSERT_GE(size, 16u) << "a pipeline cache blob starts with its 16+ byte header";
+    std::vector<uint8_t> blob(size);
+    ASSERT_EQ(vksm_pipeline_cache_data(ctx, blob.data(), &size), VKSM_SUCCESS);
+    vksm_plan_destroy(plan);
+    vksm_context_destroy(ctx);
+    // A second context starts from the blob and plans the same problem.
+    vksm_context_desc d = desc();
+    d.pipeline_cache_data = blob.data();
+    d.pipeline_cache_size = blob.size();
+    ASSERT_EQ(vksm_context_create(&d, &ctx, nullptr, 0), VKSM_SUCCESS);
+    ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS);
+    vksm_plan_destroy(plan);
+    vksm_context_destroy(ctx);
+}
+
+}  // namespace
