@@ -210,8 +210,8 @@ TEST_F(Embed, RecordsIntoTheHostsCommandBufferAtOffsets) {
     std::printf("embedding test on validation layer %s\n", validation_ ? "on (with synchronization validation)" : "OFF");
     vksm_context ctx = nullptr;
     char why[256] = "";
-    const vksm_context_desc host = desc();
-    ASSERT_EQ(vksm_context_create(&host, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
+    const vksm_context_desc host_desc = desc();
+    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
     // One short-row plan and one split (two-pass) plan.
     const uint32_t rows[2] = {37, 3}, cols[2] = {1000, 70001};
     vksm_plan plans[2];
@@ -303,8 +303,8 @@ TEST_F(Embed, RecordsIntoTheHostsCommandBufferAtOffsets) {
 
 TEST_F(Embed, TimestampsIntoTheHostsQueryPool) {
     vksm_context ctx = nullptr;
-    const vksm_context_desc host = desc();
-    ASSERT_EQ(vksm_context_create(&host, &ctx, nullptr, 0), VKSM_SUCCESS);
+    const vksm_context_desc host_desc = desc();
+    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
     vksm_problem p{2, 70001, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
     vksm_plan plan = nullptr;
     ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS) << vksm_context_last_error(ctx);
@@ -356,8 +356,8 @@ TEST_F(Embed, SaysWhichFeaturesAreMissing) {
     EXPECT_EQ(ctx, nullptr);
     EXPECT_NE(std::string(why).find("VK_KHR_push_descriptor"), std::string::npos) << why;
     // fp16 was not enabled on this device: a clear error, not a wrong result.
-    const vksm_context_desc host = desc();
-    ASSERT_EQ(vksm_context_create(&host, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
+    const vksm_context_desc host_desc = desc();
+    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
     vksm_problem p{4, 64, 1, VKSM_F16, 0, 1.0, VKSM_PRECISION_FAST};
     vksm_plan plan = nullptr;
     EXPECT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_ERROR_UNSUPPORTED);
@@ -370,8 +370,8 @@ TEST_F(Embed, SaysWhichFeaturesAreMissing) {
 
 TEST_F(Embed, PipelineCacheRoundTrip) {
     vksm_context ctx = nullptr;
-    const vksm_context_desc host = desc();
-    ASSERT_EQ(vksm_context_create(&host, &ctx, nullptr, 0), VKSM_SUCCESS);
+    const vksm_context_desc host_desc = desc();
+    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
     vksm_problem p{8, 1000, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
     vksm_plan plan = nullptr;
     ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS);
