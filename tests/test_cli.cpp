@@ -43,7 +43,10 @@ protected:
 
     Result cli(const std::string& args) const {
         const std::string out = path("stdout.txt"), err = path("stderr.txt");
-        const int status = std::system((std::string(VKSOFTMAX_CLI) + " " + args + " >" + out + " 2>" + err).c_str());
+        // The built binary, or $VKSOFTMAX_CLI where the tree was moved (device runs).
+        const char* env = std::getenv("VKSOFTMAX_CLI");
+        const std::string bin = env ? env : VKSOFTMAX_CLI;
+        const int status = std::system((bin + " " + args + " >" + out + " 2>" + err).c_str());
         return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
     }
 
