@@ -16,7 +16,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 build/bin/vksoftmax devices | tee "$out/devices.txt"
 build/bin/vksoftmax demo | tee "$out/demo.txt"; demo_rc=${PIPESTATUS[0]}
 build/bin/vksoftmax_tests --gtest_brief=1 2>&1 | tee "$out/tests.txt" | grep -vE "^\s*$" | tail -6; tests_rc=${PIPESTATUS[0]}
-build/bin/vksoftmax_cli_tests --gtest_brief=1 2>&1 | tail -3; cli_rc=${PIPESTATUS[0]}
+build/bin/vksoftmax_cli_tests --gtest_brief=1 > "$out/cli.txt" 2>&1; cli_rc=$?; grep -E "Failure|FAILED|PASSED|SKIPPED" "$out/cli.txt" | head -8
 build/bin/embed; embed_rc=$?
 build/bin/vksoftmax_embed_tests --gtest_brief=1 2>&1 | tail -4; embed_tests_rc=${PIPESTATUS[0]}
 build/bin/vksoftmax conformance --json "$out/conformance.json" > "$out/conformance.txt" 2>&1; conf_rc=$?
