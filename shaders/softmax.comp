@@ -43,14 +43,20 @@ Stat tile_stat() {
     return Stat(m, d, f);
 }
 
+// v / 2, exactly, by lowering the exponent where v is large: written on the
+// bits so that no algebraic rewrite can fold it back into v (Vulkan allows
+// reassociation; 0.5 * x - 0.5 * m became x - m again on NVIDIA).
+float halve(float v) {
+    return abs(v) >= 1.0 ? uintBitsToFloat(floatBitsToUint(v) - 0x00800000u) : 0.5 * v;
+}
+
 // (x - m) / T for log-softmax. x - m overflows fp32 when x and m are far
 // apart (-FLT_MAX beside FLT_MAX) although (x - m) / T may be finite for
 // T > 1. Decided on the inputs, not by testing x - m for infinity: a
-// computed value may be assumed finite by the compiler, and such a test
-// folded away (seen on NVIDIA). Halving is exact for these magnitudes.
+// computed value may be assumed finite and the test folded away.
 float log_shift(float x, float m) {
-    bool huge = max(abs(x), abs(m)) >= 8.5070592e37;  // 2^126
-    return huge ? (0.5 * x - 0.5 * m) * (2.0 * pc.inv_t) : (x - m) * pc.inv_t;
+    bool huge = max(abs(x), abs(m)) >= 8.5070592e37;  // 2^126: x - m may overflow
+    return huge ? (halve(x) - halve(m)) * (2.0 * pc.inv_t) : (x - m) * pc.inv_t;
 }
 
 // Writes the tile held in v given the row's statistic. `exps`: v already
