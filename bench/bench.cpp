@@ -165,24 +165,13 @@ Row measure(Context& ctx, const Case& c, const Options& o) {
         call(cb);
     });
     download(ctx, out, host.data(), host.size());
-    std::vector<double> got(n), ref(n);
-    for (uint64_t i = 0; i < n; ++i) {
-        if (c.dtype == Dtype::f16) {
-            uint16_t h;
-            std::memcpy(&h, host.data() + 2 * i, 2);
-            got[i] = half_to_float(h);
-        } else {
-            float f;
-            std::memcpy(&f, host.data() + 4 * i, 4);
-            got[i] = f;
-        }
-    }
+    const std::vector<double> got = to_double(host.data(), n, c.dtype);
+    std::vector<double> ref(n);
     cpu::softmax(p, x.data(), ref.data());
-    const double rel = c.dtype == Dtype::f32 ? 1e-5 : 2e-3;
-    const double floor = c.log ? 1.0 : (c.dtype == Dtype::f32 ? 1e-30 : 6.103515625e-05);
-    const Accuracy acc = compare(p, got, ref, floor);
+    const Bound bound = accuracy_bound(c.dtype, c.log);
+    const Accuracy acc = compare(p, got, ref, bound.floor);
     row.max_rel_error = acc.max_rel;
-    row.verified = acc.within(rel, 0.0);
+    row.verified = acc.within(bound.rel, 0.0);
 
     row.t = time_calls(ctx, o, row.bytes, call);
     return row;

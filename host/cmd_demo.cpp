@@ -36,8 +36,9 @@ Command add_demo(CLI::App& app) {
             RunResult r = run(ctx, p, x.data(), y.data());
             std::vector<double> xd(x.begin(), x.end()), ref(x.size());
             cpu::softmax(p, xd.data(), ref.data());
-            Accuracy acc = compare(p, std::vector<double>(y.begin(), y.end()), ref, 1e-30);
-            const bool ok = acc.within(1e-5, 0.0);
+            const Bound bound = accuracy_bound(p.dtype, p.log);
+            Accuracy acc = compare(p, std::vector<double>(y.begin(), y.end()), ref, bound.floor);
+            const bool ok = acc.within(bound.rel, 0.0);
             all_ok = all_ok && ok;
             std::string timing = r.timed ? fmt::format("GPU {:.1f} us, {:.3g} GB/s", r.gpu_ns / 1e3,
                                                        2.0 * static_cast<double>(r.plan.tensor_bytes) / r.gpu_ns)

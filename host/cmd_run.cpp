@@ -79,10 +79,11 @@ int run_command(const RunArgs& a) {
 
     bool check_ok = true;
     if (a.check) {
-        const std::vector<double> ref = reference(t, p), got = to_double(result, p.dtype);
-        const bool f32 = p.dtype == Dtype::f32;
-        const double rel = f32 ? 1e-5 : 2e-3;
-        const Accuracy acc = compare(p, got, ref, a.log ? 1.0 : (f32 ? 1e-30 : 6.103515625e-05));
+        const std::vector<double> ref = reference(t, p);
+        const std::vector<double> got = to_double(result.data(), result.size() / dtype_size(p.dtype), p.dtype);
+        const Bound bound = accuracy_bound(p.dtype, p.log);
+        const double rel = bound.rel;
+        const Accuracy acc = compare(p, got, ref, bound.floor);
         const bool sums_ok = acc.max_row_sum_error <= rel;
         check_ok = acc.within(rel, 0.0) && sums_ok;
         report["check"] = {{"max_abs_error", acc.max_abs},

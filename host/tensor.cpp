@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "npy.hpp"
+#include "vksoftmax/accuracy.hpp"
 #include "output_file.hpp"
 #include "vksoftmax/cpu.hpp"
-#include "vksoftmax/half.hpp"
 
 namespace vksoftmax::cli {
 namespace {
@@ -70,28 +70,10 @@ Shape memory_shape(const Tensor& t, int axis) {
     return shape_for_axis(reversed, rank - 1 - a);
 }
 
-std::vector<double> to_double(const std::vector<uint8_t>& bytes, Dtype dtype) {
-    std::vector<double> out(bytes.size() / dtype_size(dtype));
-    for (size_t i = 0; i < out.size(); ++i) {
-        if (dtype == Dtype::f32) {
-            float v;
-            std::memcpy(&v, bytes.data() + 4 * i, 4);
-            out[i] = v;
-        } else {
-            uint16_t h;
-            std::memcpy(&h, bytes.data() + 2 * i, 2);
-            out[i] = half_to_float(h);
-        }
-    }
-    return out;
-}
-
 std::vector<double> reference(const Tensor& t, const Problem& p) {
-    std::vector<double> x = to_double(t.data, t.dtype), y(x.size());
+    std::vector<double> x = to_double(t.data.data(), t.data.size() / dtype_size(t.dtype), t.dtype), y(x.size());
     cpu::softmax(p, x.data(), y.data());
-    // Rounded to the output type, as the GPU's result is.
-    for (double& v : y)
-        v = p.dtype == Dtype::f32 ? double(float(v)) : double(half_to_float(float_to_half(float(v))));
+    round_to(p.dtype, y);  // as the GPU's result is rounded
     return y;
 }
 

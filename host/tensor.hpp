@@ -25,7 +25,6 @@ Tensor load_tensor(const std::string& path);
 // a C-order (c, b, a) one, so its axis k is memory axis rank - 1 - k.
 Shape memory_shape(const Tensor& t, int axis);
 
-std::vector<double> to_double(const std::vector<uint8_t>& bytes, Dtype dtype);
 // The float64 CPU reference of `p` on the tensor's values.
 std::vector<double> reference(const Tensor& t, const Problem& p);
 

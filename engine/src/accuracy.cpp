@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+
+#include "vksoftmax/half.hpp"
 
 namespace vksoftmax {
 
@@ -17,6 +20,33 @@ std::string Accuracy::describe() const {
                   max_abs, max_rel, static_cast<unsigned long long>(worst_index), worst_got, worst_ref,
                   max_row_sum_error, static_cast<unsigned long long>(nonfinite_mismatches));
     return buf;
+}
+
+Bound accuracy_bound(Dtype dtype, bool log, Precision precision) {
+    const double rel = dtype == Dtype::f16 ? 2e-3 : precision == Precision::accurate ? 4e-6 : 1e-5;
+    return {rel, log ? 1.0 : dtype == Dtype::f32 ? 1e-30 : 6.103515625e-05};
+}
+
+std::vector<double> to_double(const void* data, size_t n, Dtype dtype) {
+    std::vector<double> out(n);
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; ++i) {
+        if (dtype == Dtype::f32) {
+            float f;
+            std::memcpy(&f, bytes + 4 * i, 4);
+            out[i] = f;
+        } else {
+            uint16_t h;
+            std::memcpy(&h, bytes + 2 * i, 2);
+            out[i] = half_to_float(h);
+        }
+    }
+    return out;
+}
+
+void round_to(Dtype dtype, std::vector<double>& values) {
+    for (double& v : values)
+        v = dtype == Dtype::f32 ? double(float(v)) : double(half_to_float(float_to_half(float(v))));
 }
 
 Accuracy compare(const Problem& problem, const std::vector<double>& got, const std::vector<double>& ref, double floor) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <random>
 
+#include "vksoftmax/accuracy.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/cpu.hpp"
 #include "vksoftmax/error.hpp"
@@ -184,10 +185,11 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     }
     cpu::softmax(p, xd.data(), ref.data());
     const bool f32 = c.dtype == Dtype::f32;
-    for (double& v2 : ref) v2 = f32 ? double(float(v2)) : double(half_to_float(float_to_half(float(v2))));
+    round_to(c.dtype, ref);
 
-    r.rel_bound = rel_bound(c.dtype, v.precision);
-    const double floor = c.log ? 1.0 : (f32 ? 1e-30 : 6.103515625e-05);
+    const Bound bound = accuracy_bound(c.dtype, c.log, v.precision);
+    r.rel_bound = bound.rel;
+    const double floor = bound.floor;
     const Shape& s = c.shape;
     for (uint64_t o = 0; o < s.outer; ++o)
         for (uint64_t k = 0; k < s.inner; ++k) {
@@ -231,11 +233,6 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
 }
 
 }  // namespace
-
-double rel_bound(Dtype dtype, Precision precision) {
-    if (dtype == Dtype::f16) return 2e-3;
-    return precision == Precision::accurate ? 4e-6 : 1e-5;
-}
 
 std::vector<Result> run(Context& ctx, const Options& options, const std::function<void(const Result&)>& progress) {
     std::mt19937 rng(std::random_device{}());

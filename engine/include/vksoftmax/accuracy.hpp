@@ -1,6 +1,7 @@
 // How far a computed softmax is from a reference: the figures that --check,
 // the demo and the tests report.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,19 @@ struct Accuracy {
     bool within(double rel_tol, double abs_tol) const;
     std::string describe() const;
 };
+
+// The bound an output is held to (tests/TOLERANCES.md): relative `rel`,
+// judged against max(|ref|, floor). fp32: 1e-5 (accurate exp: 4e-6), floor
+// 1e-30; fp16: 2e-3, floor 2^-14 (its smallest normal); log-softmax: floor 1.
+struct Bound {
+    double rel, floor;
+};
+Bound accuracy_bound(Dtype dtype, bool log, Precision precision = Precision::fast);
+
+// `n` elements of `dtype` (fp16 as binary16 bits) as doubles.
+std::vector<double> to_double(const void* data, size_t n, Dtype dtype);
+// Rounds each value to `dtype` and back, as the GPU's output is rounded.
+void round_to(Dtype dtype, std::vector<double>& values);
 
 // Compares `got` with `ref` (both dense, problem.shape). `floor` keeps
 // outputs that underflow from dominating max_rel: fp32 1e-30, fp16 2^-24.

@@ -39,7 +39,4 @@ struct Result {
 std::vector<Result> run(Context& ctx, const Options& options,
                         const std::function<void(const Result&)>& progress = {});
 
-// The relative bound of a dtype and precision (tests/TOLERANCES.md).
-double rel_bound(Dtype dtype, Precision precision);
-
 }  // namespace vksoftmax::conformance
