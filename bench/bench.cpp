@@ -190,22 +190,8 @@ Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o) {
     const uint64_t count = bytes / 16;
     const uint32_t groups = static_cast<uint32_t>(std::min<uint64_t>({(count + 255) / 256, ctx.info().max_workgroup_count[0], 65535}));
     VkDescriptorBufferInfo infos[3] = {{in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, {in.buffer(), 0, bytes}};
-    VkWriteDescriptorSet writes[3];
-    for (uint32_t i = 0; i < 3; ++i) {
-        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-        writes[i].dstBinding = i;
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
-    }
     PushConstants push{static_cast<uint32_t>(count), 0, 0, 0, 0, 0.f};
-    return time_calls(ctx, o, 2 * bytes, [&](VkCommandBuffer cb) {
-        const VolkDeviceTable& vk = ctx.vk();
-        vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl.pipeline());
-        vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl.layout(), 0, 3, writes);
-        vk.vkCmdPushConstants(cb, pl.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants), &push);
-        vk.vkCmdDispatch(cb, groups, 1, 1);
-    });
+    return time_calls(ctx, o, 2 * bytes, [&](VkCommandBuffer cb) { pl.dispatch(ctx.vk(), cb, infos, push, groups); });
 }
 
 }  // namespace vksoftmax::bench

@@ -99,6 +99,22 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     if (ctx.capturing_statistics()) read_statistics(ctx, what);
 }
 
+void Pipeline::dispatch(const VolkDeviceTable& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],
+                        const PushConstants& push, uint32_t groups) const {
+    VkWriteDescriptorSet writes[3];
+    for (uint32_t i = 0; i < 3; ++i) {
+        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &buffers[i];
+    }
+    vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_.get());
+    vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, 3, writes);
+    vk.vkCmdPushConstants(cb, layout_.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants), &push);
+    vk.vkCmdDispatch(cb, groups, 1, 1);
+}
+
 void Pipeline::read_statistics(Context& ctx, const std::string& what) {
     const VolkDeviceTable& vk = ctx.vk();
     VkPipelineExecutableInfoKHR exe{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};

@@ -218,14 +218,6 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
                                        {out.buffer, out.offset, plan.tensor_bytes},
                                        {has_ws ? workspace.buffer : in.buffer, has_ws ? workspace.offset : in.offset,
                                         has_ws ? plan.workspace_bytes : plan.tensor_bytes}};
-    VkWriteDescriptorSet writes[3];
-    for (uint32_t i = 0; i < 3; ++i) {
-        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-        writes[i].dstBinding = i;
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
-    }
 
     auto stamp = [&](uint32_t i) {
         if (timestamps.pool)
@@ -233,7 +225,6 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
     };
     stamp(0);
     for (uint32_t p = 0; p < plan.passes; ++p) {
-        const Pipeline& pl = *plan.pipeline[p];
         if (p > 0) {
             // Pass 2 reads the partials pass 1 wrote.
             VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
@@ -246,10 +237,7 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
             vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
                                     0, nullptr, 1, &b, 0, nullptr);
         }
-        vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl.pipeline());
-        vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl.layout(), 0, 3, writes);
-        vk.vkCmdPushConstants(cb, pl.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants), &plan.push);
-        vk.vkCmdDispatch(cb, plan.groups, 1, 1);
+        plan.pipeline[p]->dispatch(vk, cb, infos, plan.push, plan.groups);
         stamp(p + 1);
     }
 }

@@ -46,6 +46,10 @@ public:
     VkPipeline pipeline() const { return pipeline_.get(); }
     VkPipelineLayout layout() const { return layout_.get(); }
     const PipelineKey& key() const { return key_; }
+    // Records: bind, push the three buffer descriptors and the constants,
+    // dispatch `groups` workgroups.
+    void dispatch(const VolkDeviceTable& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],
+                  const PushConstants& push, uint32_t groups) const;
     // The driver's statistics of this pipeline ("Register Count: 40", ...),
     // where the context captures them; empty otherwise.
     std::vector<std::string> statistics() const { return statistics_; }
