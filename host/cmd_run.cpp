@@ -26,12 +26,6 @@ struct RunArgs {
     double temperature = 1.0;
 };
 
-std::string shape_text(const std::vector<uint64_t>& dims) {
-    std::string s = "(";
-    for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-    return s + (dims.size() == 1 ? ",)" : ")");
-}
-
 int run_command(const RunArgs& a) {
     if (!(a.temperature > 0.0) || !std::isfinite(a.temperature))
         throw Error(ErrorKind::invalid_argument,
@@ -43,7 +37,7 @@ int run_command(const RunArgs& a) {
     const int rank = static_cast<int>(t.dims.size());
     if (a.axis < -std::max(rank, 1) || a.axis >= std::max(rank, 1))
         throw Error(ErrorKind::invalid_argument, fmt::format("--axis {} is out of range for '{}' of shape {}", a.axis,
-                                                             a.input, shape_text(t.dims)));
+                                                             a.input, npy::shape_repr(t.dims)));
     Problem p;
     p.dtype = t.dtype;
     p.log = a.log;
@@ -128,7 +122,7 @@ int run_command(const RunArgs& a) {
         fmt::print("{}\n", report.dump(2));
     else
         fmt::print("wrote {}: {} over axis {} of {} {} on {}\n", a.output, a.log ? "log-softmax" : "softmax", a.axis,
-                   dtype_name(p.dtype), shape_text(t.dims), device_name);
+                   dtype_name(p.dtype), npy::shape_repr(t.dims), device_name);
     return check_ok ? int(Exit::ok) : int(Exit::failed_check);
 }
 

@@ -236,14 +236,16 @@ Array read(const std::string& path) {
     return a;
 }
 
-std::vector<uint8_t> encode(Kind kind, const std::vector<uint64_t>& shape, bool fortran_order, const void* data,
-                            size_t bytes) {
-    // Python's repr of a tuple: (), (3,), (2, 3).
+std::string shape_repr(const std::vector<uint64_t>& shape) {
     std::string tuple = "(";
     for (size_t i = 0; i < shape.size(); ++i) tuple += (i ? ", " : "") + std::to_string(shape[i]);
-    tuple += shape.size() == 1 ? ",)" : ")";
-    std::string dict = std::string("{'descr': '") + kind_descr(kind) +
-                       "', 'fortran_order': " + (fortran_order ? "True" : "False") + ", 'shape': " + tuple + ", }";
+    return tuple + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::vector<uint8_t> encode(Kind kind, const std::vector<uint64_t>& shape, bool fortran_order, const void* data,
+                            size_t bytes) {
+    std::string dict = std::string("{'descr': '") + kind_descr(kind) + "', 'fortran_order': " +
+                       (fortran_order ? "True" : "False") + ", 'shape': " + shape_repr(shape) + ", }";
     // Pad with spaces so that the data start on a 64-byte boundary; end with '\n'.
     const bool v2 = dict.size() + 1 + 10 > 65535;
     const size_t prefix = v2 ? 12 : 10;

@@ -40,6 +40,9 @@ struct Array {
 // (too short, or extra bytes), std::runtime_error when it cannot be read.
 Array read(const std::string& path);
 
+// Python's repr of a shape tuple, as headers hold it: (), (3,), (2, 3).
+std::string shape_repr(const std::vector<uint64_t>& shape);
+
 // The bytes of a version 1.0 file (2.0 when the header needs it).
 std::vector<uint8_t> encode(Kind kind, const std::vector<uint64_t>& shape, bool fortran_order, const void* data,
                             size_t bytes);
