@@ -108,7 +108,27 @@ std::vector<Case> parse_cases(const std::string& shapes, const std::vector<Dtype
     return cases;
 }
 
-Row measure(Context& ctx, const Case& c, const Options& o) {
+Buffers::Buffers(Context& ctx, uint64_t tensor_bytes, uint64_t workspace_bytes)
+    : in(std::make_unique<Buffer>(ctx, std::max<uint64_t>(tensor_bytes, 16), MemoryKind::device, "bench input")),
+      out(std::make_unique<Buffer>(ctx, std::max<uint64_t>(tensor_bytes, 16), MemoryKind::device, "bench output")),
+      workspace(std::make_unique<Buffer>(ctx, std::max<uint64_t>(workspace_bytes, 16), MemoryKind::device,
+                                         "bench workspace")) {}
+
+std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const PlanOptions& plan) {
+    uint64_t tensor = 0, workspace = 0;
+    for (const Case& c : cases) {
+        Problem p;
+        p.shape = c.shape;
+        p.dtype = c.dtype;
+        p.log = c.log;
+        const Plan pl = make_plan(ctx, p, plan);
+        tensor = std::max(tensor, pl.tensor_bytes);
+        workspace = std::max(workspace, pl.workspace_bytes);
+    }
+    return {tensor, workspace};
+}
+
+Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffers) {
     Row row;
     row.c = c;
     Problem p;
@@ -120,6 +140,7 @@ Row measure(Context& ctx, const Case& c, const Options& o) {
     row.workgroup_size = plan.key[0].workgroup_size;
     row.vpt = plan.key[0].vpt;
     row.groups = plan.groups;
+    row.vec = plan.key[0].vec;
     for (uint32_t i = 0; i < plan.passes; ++i) {
         std::string joined;
         for (const std::string& st : plan.pipeline[i]->statistics()) joined += (joined.empty() ? "" : "; ") + st;
@@ -145,19 +166,20 @@ Row measure(Context& ctx, const Case& c, const Options& o) {
         }
         x[i] = v;
     }
-    Buffer in(ctx, plan.tensor_bytes, MemoryKind::device, "bench input");
-    Buffer out(ctx, plan.tensor_bytes, MemoryKind::device, "bench output");
-    std::unique_ptr<Buffer> ws;
-    if (plan.workspace_bytes) ws = std::make_unique<Buffer>(ctx, plan.workspace_bytes, MemoryKind::device, "bench workspace");
+    std::unique_ptr<Buffers> own;
+    if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
+    const Buffer& in = *buffers->in;
+    const Buffer& out = *buffers->out;
     upload(ctx, in, host.data(), host.size());
     const BufferRange rin{in.buffer(), 0, plan.tensor_bytes}, rout{out.buffer(), 0, plan.tensor_bytes};
-    const BufferRange rws = ws ? BufferRange{ws->buffer(), 0, plan.workspace_bytes} : BufferRange{};
+    const BufferRange rws = plan.workspace_bytes ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
+                                                 : BufferRange{};
     auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, rin, rout, rws); };
 
     // One call, checked: a timing of wrong results is no timing.
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
         const uint32_t nan = c.dtype == Dtype::f32 ? 0x7fc00000u : 0x7e007e00u;
-        ctx.vk().vkCmdFillBuffer(cb, out.buffer(), 0, VK_WHOLE_SIZE, nan);
+        ctx.vk().vkCmdFillBuffer(cb, out.buffer(), 0, plan.tensor_bytes / 4 * 4, nan);
         VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                           VK_ACCESS_SHADER_WRITE_BIT};
         ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b,
@@ -174,19 +196,28 @@ Row measure(Context& ctx, const Case& c, const Options& o) {
     row.verified = acc.within(bound.rel, 0.0);
 
     row.t = time_calls(ctx, o, row.bytes, call);
+    if (plan.passes == 2) {
+        // Pass 1 alone, to tell the passes' shares apart.
+        Plan first = plan;
+        first.passes = 1;
+        row.pass1_us = time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) { record(ctx, first, cb, rin, rout, rws); })
+                           .median_us;
+    }
     return row;
 }
 
-Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o) {
+Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffers* buffers) {
     PipelineKey key;
     key.copy = true;
     key.workgroup_size = 256;
     const Pipeline& pl = ctx.pipeline(key);
     bytes = bytes / 16 * 16;
-    Buffer in(ctx, bytes, MemoryKind::device, "copy input");
-    Buffer out(ctx, bytes, MemoryKind::device, "copy output");
+    std::unique_ptr<Buffers> own;
+    if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, bytes, 0)).get();
+    const Buffer& in = *buffers->in;
+    const Buffer& out = *buffers->out;
     // Not zeros: some memory systems move zeros faster than data.
-    ctx.submit_and_wait([&](VkCommandBuffer cb) { ctx.vk().vkCmdFillBuffer(cb, in.buffer(), 0, VK_WHOLE_SIZE, 0x3f9e0419u); });
+    ctx.submit_and_wait([&](VkCommandBuffer cb) { ctx.vk().vkCmdFillBuffer(cb, in.buffer(), 0, bytes, 0x3f9e0419u); });
     const uint64_t count = bytes / 16;
     const uint32_t groups = static_cast<uint32_t>(std::min<uint64_t>({(count + 255) / 256, ctx.info().max_workgroup_count[0], 65535}));
     VkDescriptorBufferInfo infos[3] = {{in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, {in.buffer(), 0, bytes}};

@@ -2,9 +2,12 @@
 // the device's copy ceiling timed the same way.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "vksoftmax/buffer.hpp"
 #include "vksoftmax/plan.hpp"
 #include "vksoftmax/types.hpp"
 
@@ -37,6 +40,17 @@ struct Options {
     PlanOptions plan;       // overrides for tuning
 };
 
+// Device buffers every case of a run uses (each case takes the front of
+// them): allocated once, the way PyTorch's caching allocator serves the
+// peers, so that no case is timed on memory a different allocation history
+// left behind (bench/NOTES.md, diagnosis 4).
+struct Buffers {
+    Buffers(Context& ctx, uint64_t tensor_bytes, uint64_t workspace_bytes);
+    std::unique_ptr<Buffer> in, out, workspace;
+};
+// The largest tensor and workspace among `cases` on this device.
+std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const PlanOptions& plan);
+
 struct Timing {
     double median_us = 0, min_us = 0;
     double gbps = 0;  // bytes counted / median time
@@ -50,15 +64,19 @@ struct Row {
     Timing t;
     double max_rel_error = 0;  // of one call, against the float64 reference
     bool verified = false;
-    uint32_t workgroup_size = 0, vpt = 0, groups = 0;
+    uint32_t workgroup_size = 0, vpt = 0, groups = 0, vec = 0;
+    double pass1_us = 0;  // split path: median of pass 1 alone
     std::vector<std::string> stats;  // driver statistics of each pass, where captured
 };
 
 // Softmax of fresh normal(0, 4) logits: checked once against the CPU
 // reference, then timed. Throws vksoftmax::Error on device failure.
-Row measure(Context& ctx, const Case& c, const Options& o);
+// `buffers`: null to allocate the case's own (a diagnosis of allocation
+// effects), else at least sizes() large.
+Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffers);
 
-// copy.comp over `bytes` of input (bytes read + written counted).
-Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o);
+// copy.comp over `bytes` of input (bytes read + written counted), on
+// `buffers` where given.
+Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffers* buffers);
 
 }  // namespace vksoftmax::bench

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -21,8 +22,8 @@ namespace {
 
 struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json;
-    bool log = false, stats = false;
-    uint32_t iters = 20, repeats = 15, wg = 0, vpt = 0;
+    bool log = false, stats = false, fresh_buffers = false;
+    uint32_t iters = 20, repeats = 15, wg = 0, vpt = 0, chunk = 0;
     double warmup_ms = 200;
 };
 
@@ -116,6 +117,7 @@ int bench_command(const BenchArgs& a) {
     o.warmup_ms = a.warmup_ms;
     o.plan.workgroup_size = a.wg;
     o.plan.vpt = a.vpt;
+    o.plan.chunk_elements = a.chunk;
     if (a.path == "subgroup-row") o.plan.path = Path::subgroup_row;
     else if (a.path == "workgroup-row") o.plan.path = Path::workgroup_row;
     else if (a.path == "split") o.plan.path = Path::split;
@@ -127,11 +129,15 @@ int bench_command(const BenchArgs& a) {
     auto progress = [&](const std::string& what) {
         if (std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) fmt::print(stderr, "bench: {}\n", what);
     };
-    const bench::Timing ceiling = bench::measure_copy(ctx, std::max<uint64_t>(largest, 1 << 20), o);
+    const auto [tensor_bytes, workspace_bytes] = bench::sizes(ctx, cases, o.plan);
+    std::unique_ptr<bench::Buffers> buffers;
+    if (!a.fresh_buffers)
+        buffers = std::make_unique<bench::Buffers>(ctx, std::max<uint64_t>(tensor_bytes, 1 << 20), workspace_bytes);
+    const bench::Timing ceiling = bench::measure_copy(ctx, std::max<uint64_t>(largest, 1 << 20), o, buffers.get());
     std::vector<bench::Row> rows;
     for (size_t i = 0; i < cases.size(); ++i) {
         progress(fmt::format("[{}/{}] {} {}", i + 1, cases.size(), dtype_name(cases[i].dtype), cases[i].name()));
-        rows.push_back(bench::measure(ctx, cases[i], o));
+        rows.push_back(bench::measure(ctx, cases[i], o, buffers.get()));
     }
 
     const std::string driver = d.driver_name.empty() ? d.vendor_name() : d.driver_name + " " + d.driver_info;
@@ -149,15 +155,16 @@ int bench_command(const BenchArgs& a) {
     fmt::print("memory types:{}\n", types);
     fmt::print("copy ceiling: {:.1f} us over {} bytes, {:.0f} GB/s\n", ceiling.median_us, std::max<uint64_t>(largest, 1 << 20),
                ceiling.gbps);
-    fmt::print("{:<6} {:<15} {:<14} {:>9} {:>10} {:>10} {:>9} {:>8} {:>10}\n", "dtype", "shape", "path", "wg/vpt",
-               "median us", "min us", "GB/s", "ceiling", "max rel");
+    fmt::print("{:<6} {:<15} {:<14} {:>11} {:>10} {:>10} {:>9} {:>8} {:>10} {:>9}\n", "dtype", "shape", "path",
+               "wg/vpt/vec", "median us", "min us", "GB/s", "ceiling", "max rel", "pass 1 us");
     bool all_ok = true;
     for (const auto& r : rows) {
         all_ok = all_ok && r.verified;
-        fmt::print("{:<6} {:<15} {:<14} {:>9} {:>10.2f} {:>10.2f} {:>9.0f} {:>7.0f}% {:>10.2e}{}\n",
-                   dtype_name(r.c.dtype), r.c.name(), r.path, fmt::format("{}/{}", r.workgroup_size, r.vpt),
-                   r.t.median_us, r.t.min_us, r.t.gbps, 100.0 * r.t.gbps / ceiling.gbps, r.max_rel_error,
-                   r.verified ? "" : "  WRONG RESULT");
+        const std::string geometry = fmt::format("{}/{}/{}", r.workgroup_size, r.vpt, r.vec);
+        fmt::print("{:<6} {:<15} {:<14} {:>11} {:>10.2f} {:>10.2f} {:>9.0f} {:>7.0f}% {:>10.2e} {:>9}{}\n",
+                   dtype_name(r.c.dtype), r.c.name(), r.path, geometry, r.t.median_us, r.t.min_us, r.t.gbps,
+                   100.0 * r.t.gbps / ceiling.gbps, r.max_rel_error,
+                   r.pass1_us > 0 ? fmt::format("{:.2f}", r.pass1_us) : "", r.verified ? "" : "  WRONG RESULT");
         for (const std::string& st : r.stats) fmt::print("    {}\n", st);
     }
 
@@ -183,6 +190,8 @@ int bench_command(const BenchArgs& a) {
                                  {"passes", r.passes},
                                  {"workgroup_size", r.workgroup_size},
                                  {"vpt", r.vpt},
+                                 {"vec", r.vec},
+                                 {"pass1_us", r.pass1_us},
                                  {"groups", r.groups},
                                  {"stats", r.stats},
                                  {"bytes", r.bytes},
@@ -221,6 +230,9 @@ Command add_bench(CLI::App& app) {
     sub->add_flag("--stats", a->stats, "Print the driver's pipeline statistics (registers, spills), where offered");
     sub->add_option("--wg", a->wg, "Tuning: force the workgroup size (power of two)");
     sub->add_option("--vpt", a->vpt, "Tuning: force the vec4 slots per invocation");
+    sub->add_option("--chunk", a->chunk, "Tuning: split path elements per chunk (rounded up to a tile)");
+    sub->add_flag("--fresh-buffers", a->fresh_buffers,
+                  "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");
     sub->add_option("--path", a->path, "Tuning: force subgroup-row, workgroup-row or split");
     sub->add_option("--json", a->json, "Write every figure to this JSON file");
     sub->add_option("--csv", a->csv, "Write the table to this CSV file");

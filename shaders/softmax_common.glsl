@@ -18,8 +18,10 @@
 layout(local_size_x_id = 0) in;
 // vec4 slots held per invocation: a tile is 4 * VPT * group_size elements.
 layout(constant_id = 1) const uint VPT = 1;
-// Rows are contiguous and their length a multiple of 4: use 16-byte loads.
-layout(constant_id = 2) const bool VEC4 = false;
+// Elements per memory access: 1 (scalar, strided rows), 4 (rows contiguous
+// and a multiple of 4 long), 8 (fp16 only, rows a multiple of 8 long: 16-byte
+// accesses, as wide as fp32's vec4; VPT is then even).
+layout(constant_id = 2) const uint VEC = 1;
 layout(constant_id = 3) const bool LOG = false;
 // A subgroup owns a row (short rows); otherwise the workgroup owns it.
 layout(constant_id = 4) const bool SUBGROUP_ROWS = false;
@@ -36,22 +38,34 @@ layout(constant_id = 6) const uint KIND = 0;
 #define ELEM float
 #endif
 
-// The same binding seen as scalars and as 4-element vectors: vector access
-// is only used when VEC4 says every row starts and ends on a 4-element
-// boundary. fp16 vectors move as uvec2 (8 bytes) and are unpacked here: a
-// driver may split f16vec4 accesses into 2-byte ones.
+// The same binding seen as scalars and as vectors: vector access is only
+// used when VEC says every row starts and ends on a vector boundary. fp16
+// vectors move as uvec2/uvec4 (8/16 bytes) and are unpacked here: a driver
+// may split f16vec4 accesses into 2-byte ones.
 layout(std430, binding = 0) readonly buffer InS { ELEM x_s[]; };
 layout(std430, binding = 1) writeonly buffer OutS { ELEM y_s[]; };
 #ifdef STORAGE_F16
 layout(std430, binding = 0) readonly buffer InV { uvec2 x_v[]; };
 layout(std430, binding = 1) writeonly buffer OutV { uvec2 y_v[]; };
+layout(std430, binding = 0) readonly buffer InW { uvec4 x_w[]; };
+layout(std430, binding = 1) writeonly buffer OutW { uvec4 y_w[]; };
 vec4 load4(uint i) { uvec2 p = x_v[i]; return vec4(unpackHalf2x16(p.x), unpackHalf2x16(p.y)); }
 void store4(uint i, vec4 v) { y_v[i] = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw)); }
+void load8(uint i, out vec4 a, out vec4 b) {
+    uvec4 p = x_w[i];
+    a = vec4(unpackHalf2x16(p.x), unpackHalf2x16(p.y));
+    b = vec4(unpackHalf2x16(p.z), unpackHalf2x16(p.w));
+}
+void store8(uint i, vec4 a, vec4 b) {
+    y_w[i] = uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
+}
 #else
 layout(std430, binding = 0) readonly buffer InV { vec4 x_v[]; };
 layout(std430, binding = 1) writeonly buffer OutV { vec4 y_v[]; };
 vec4 load4(uint i) { return x_v[i]; }
 void store4(uint i, vec4 v) { y_v[i] = v; }
+void load8(uint i, out vec4 a, out vec4 b) { a = x_v[2u * i]; b = x_v[2u * i + 1u]; }
+void store8(uint i, vec4 a, vec4 b) { y_v[2u * i] = a; y_v[2u * i + 1u] = b; }
 #endif
 struct Partial { float m; float d; uint f; uint pad; };
 layout(std430, binding = 2) buffer Work { Partial part[]; };
@@ -112,25 +126,28 @@ float scaled_exp(float t) {
 }
 
 // ---- group reductions: over a subgroup (SUBGROUP_ROWS) or the workgroup ----
+// A row takes two: a max of keys (stat_key: the max and the flags in one
+// value) and a sum.
 #ifdef USE_SUBGROUP
 // One slot per subgroup; sized for subgroups of one invocation, because the
-// subgroup size a driver reports is not always the one shaders get.
-shared float red_f[gl_WorkGroupSize.x];
+// subgroup size a driver reports is not always the one shaders get. Each
+// reduction has its own array, and callers alternate max and add: the next
+// write to red_u comes after group_add's barrier, which no invocation passes
+// before every one has read red_u, so neither needs a closing barrier.
 shared uint red_u[gl_WorkGroupSize.x];
+shared float red_f[gl_WorkGroupSize.x];
 
 // Cross-subgroup step: every lane folds a strided slice of ALL subgroup
 // partials before the subgroup op, so that no partial is lost however many
 // subgroups there are relative to the subgroup size.
-float group_max(float v) {
+uint group_max_u(uint v) {
     v = subgroupMax(v);
     if (SUBGROUP_ROWS) return v;
-    if (subgroupElect()) red_f[gl_SubgroupID] = v;
+    if (subgroupElect()) red_u[gl_SubgroupID] = v;
     barrier();
-    float r = -FLT_MAX;
-    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r = max(r, red_f[i]);
-    r = subgroupMax(r);
-    barrier();  // red_f is reused by the next reduction
-    return r;
+    uint r = 0u;
+    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r = max(r, red_u[i]);
+    return subgroupMax(r);
 }
 float group_add(float v) {
     v = subgroupAdd(v);
@@ -139,20 +156,7 @@ float group_add(float v) {
     barrier();
     float r = 0.0;
     for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r += red_f[i];
-    r = subgroupAdd(r);
-    barrier();
-    return r;
-}
-uint group_or(uint v) {
-    v = subgroupOr(v);
-    if (SUBGROUP_ROWS) return v;
-    if (subgroupElect()) red_u[gl_SubgroupID] = v;
-    barrier();
-    uint r = 0u;
-    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r |= red_u[i];
-    r = subgroupOr(r);
-    barrier();
-    return r;
+    return subgroupAdd(r);
 }
 uint group_size() { return SUBGROUP_ROWS ? gl_SubgroupSize : gl_WorkGroupSize.x; }
 uint group_lane() { return SUBGROUP_ROWS ? gl_SubgroupInvocationID : gl_LocalInvocationID.x; }
@@ -163,15 +167,15 @@ uint group_index() { return SUBGROUP_ROWS ? gl_SubgroupID : 0u; }
 // upper half into the lower: red[i] = op(red[i], red[i + s]).
 shared float red_f[gl_WorkGroupSize.x];
 shared uint red_u[gl_WorkGroupSize.x];
-float group_max(float v) {
+uint group_max_u(uint v) {
     uint t = gl_LocalInvocationID.x;
-    red_f[t] = v;
+    red_u[t] = v;
     barrier();
     for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1u) {
-        if (t < s) red_f[t] = max(red_f[t], red_f[t + s]);
+        if (t < s) red_u[t] = max(red_u[t], red_u[t + s]);
         barrier();
     }
-    float r = red_f[0];
+    uint r = red_u[0];
     barrier();
     return r;
 }
@@ -184,18 +188,6 @@ float group_add(float v) {
         barrier();
     }
     float r = red_f[0];
-    barrier();
-    return r;
-}
-uint group_or(uint v) {
-    uint t = gl_LocalInvocationID.x;
-    red_u[t] = v;
-    barrier();
-    for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1u) {
-        if (t < s) red_u[t] = red_u[t] | red_u[t + s];
-        barrier();
-    }
-    uint r = red_u[0];
     barrier();
     return r;
 }
@@ -215,10 +207,25 @@ Stat stat_merge(Stat a, Stat b) {
     float m = max(a.m, b.m);
     return Stat(m, a.d * scaled_exp(a.m - m) + b.d * scaled_exp(b.m - m), a.f | b.f);
 }
+// The max and the flags as one unsigned key whose max is the group's:
+// 0 when there is no finite element, all ones for poison, else the max's
+// bits mapped so that unsigned order is float order (negative floats
+// reversed below positive ones). One reduction instead of two.
+const uint KEY_EMPTY = 0u, KEY_POISON = 0xffffffffu;
+uint stat_key(float m, uint f) {
+    uint b = floatBitsToUint(m);
+    uint k = (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
+    return (f & F_POISON) != 0u ? KEY_POISON : ((f & F_FINITE) != 0u ? k : KEY_EMPTY);
+}
+uint key_flags(uint k) { return k == KEY_POISON ? F_POISON | F_FINITE : (k == KEY_EMPTY ? 0u : F_FINITE); }
+float key_max(uint k) {
+    if (k == KEY_POISON || k == KEY_EMPTY) return -FLT_MAX;
+    return uintBitsToFloat((k & 0x80000000u) != 0u ? (k & 0x7fffffffu) : ~k);
+}
 // All of a group's statistics merged into one, known to every lane.
 Stat group_stat(Stat s) {
-    float m = group_max(s.m);
-    uint f = group_or(s.f);
+    uint k = group_max_u(stat_key(s.m, s.f));
+    float m = key_max(k);
     float d = group_add(s.d * scaled_exp(s.m - m));
-    return Stat(m, d, f);
+    return Stat(m, d, key_flags(k));
 }

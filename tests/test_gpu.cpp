@@ -42,8 +42,9 @@ void grid(std::initializer_list<uint64_t> cols) {
 
 }  // namespace
 
-TEST_F(Gpu, GridShortRows) { grid({1, 2, 3, 7, 31, 32, 33, 127, 128, 129}); }
-TEST_F(Gpu, GridMediumRows) { grid({1000, 4096, 4097}); }
+// 36 and 1004 are multiples of 4 but not of 8: fp16 takes 8-byte accesses.
+TEST_F(Gpu, GridShortRows) { grid({1, 2, 3, 7, 31, 32, 33, 36, 127, 128, 129}); }
+TEST_F(Gpu, GridMediumRows) { grid({1000, 1004, 4096, 4097}); }
 TEST_F(Gpu, GridLongRows) { grid({65537, 1u << 20}); }
 
 TEST_F(Gpu, EveryAxisOf3D) {
@@ -104,6 +105,35 @@ TEST_F(Gpu, ForcedPathsAndReductions) {
             }
 }
 
+// The access width the plan picks: 16 bytes wherever rows allow it, and
+// never 8-element fp16 accesses with an odd slot count (they fill slot pairs).
+TEST_F(Gpu, PlanPicksAccessWidth) {
+    struct Want {
+        Dtype dt;
+        uint64_t cols, inner;
+        uint32_t vpt;  // override; 0: the plan's
+        uint32_t vec;
+    };
+    for (const Want& w : {Want{Dtype::f32, 4096, 1, 0, 4}, Want{Dtype::f16, 4096, 1, 0, 8}, Want{Dtype::f16, 4100, 1, 0, 4},
+                          Want{Dtype::f16, 4096, 1, 3, 4}, Want{Dtype::f32, 4097, 1, 0, 1}, Want{Dtype::f16, 4096, 3, 0, 1}}) {
+        Problem p;
+        p.shape = {2, w.cols, w.inner};
+        p.dtype = w.dt;
+        PlanOptions o;
+        o.path = Path::workgroup_row;
+        o.vpt = w.vpt;
+        const Plan plan = make_plan(ctx(), p, o);
+        EXPECT_EQ(plan.key[0].vec, w.vec) << describe(p, o) << ": elements per access";
+        if (plan.key[0].vec == 8) {
+            EXPECT_EQ(plan.key[0].vpt % 2, 0u) << describe(p, o);
+        }
+        auto x = random_logits(p.shape.elements(), fresh_seed());
+        Outcome out = run_and_compare(p, x, o);
+        const Bound b = bound_for(p.dtype, p.log);
+        EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(p, o) << ": " << out.acc.describe();
+    }
+}
+
 // A lost partial in a cross-subgroup or cross-workgroup reduction is only
 // visible when the max sits in the partial that is lost: row r carries a
 // spike 100 above its other elements (in [-1, 1]) at a position that moves
@@ -150,6 +180,7 @@ TEST_F(Gpu, SpikeInEveryPartial) {
 
 // SciPy/PyTorch semantics, checked exactly on every path.
 TEST_F(Gpu, NonFiniteRows) {
+    const PlanOptions opts;
     for (uint64_t cols : {7u, 1000u, 65537u})
         for (Dtype dt : {Dtype::f32, Dtype::f16})
             for (bool log : {false, true}) {
@@ -175,8 +206,8 @@ TEST_F(Gpu, NonFiniteRows) {
                 p.shape = {9, cols, 1};
                 p.dtype = dt;
                 p.log = log;
-                Outcome o = run_and_compare(p, x, {});
-                const std::string what = describe(p, {}) + " via " + path_name(o.plan.path);
+                Outcome o = run_and_compare(p, x, opts);
+                const std::string what = describe(p, opts) + " via " + path_name(o.plan.path);
                 EXPECT_EQ(o.acc.nonfinite_mismatches, 0u) << what << ": " << o.acc.describe();
                 for (uint64_t r : {0u, 1u, 2u, 8u})
                     for (uint64_t i = 0; i < cols; ++i)

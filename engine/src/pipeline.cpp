@@ -12,7 +12,7 @@ namespace vksoftmax {
 std::string PipelineKey::id() const {
     if (copy) return "copy/wg" + std::to_string(workgroup_size);
     return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
-           "/vpt" + std::to_string(vpt) + (vec4 ? "/vec4" : "/scalar") + (log ? "/log" : "") +
+           "/vpt" + std::to_string(vpt) + "/vec" + std::to_string(vec) + (log ? "/log" : "") +
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/kind" + std::to_string(kind) +
            "/req" + std::to_string(required_subgroup_size);
 }
@@ -60,9 +60,8 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     Handle<VkShaderModule> module_owner(module, [dev, destroy_sm](VkShaderModule h) { destroy_sm(dev, h, nullptr); });
 
     // constant_id 0..6 of softmax_common.glsl; booleans are 32-bit.
-    const std::array<uint32_t, 7> values = {key.workgroup_size,   key.vpt,          key.vec4 ? 1u : 0u,
-                                            key.log ? 1u : 0u,    key.subgroup_rows ? 1u : 0u,
-                                            key.accurate ? 1u : 0u, key.kind};
+    const std::array<uint32_t, 7> values = {key.workgroup_size,     key.vpt,  key.vec,  key.log ? 1u : 0u,
+                                            key.subgroup_rows ? 1u : 0u, key.accurate ? 1u : 0u, key.kind};
     std::array<VkSpecializationMapEntry, 7> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares only constant_id 0.

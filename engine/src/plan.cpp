@@ -92,7 +92,12 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
     };
     if (required) max_wg = cap_for(required);
     const uint32_t min_wg = std::min(max_wg, std::max(required, 32u));
-    const bool vec4 = s.inner == 1 && s.axis % 4 == 0;
+    // Elements per access: 16-byte vectors where every row starts and ends
+    // on one (8 fp16 elements fill two slots, so VPT must be even).
+    auto vec_for = [&](uint32_t vpt) -> uint32_t {
+        if (s.inner != 1 || s.axis % 4 != 0) return 1;
+        return problem.dtype == Dtype::f16 && s.axis % 8 == 0 && vpt % 2 == 0 ? 8 : 4;
+    };
 
     Path path;
     if (options.path) {
@@ -111,7 +116,6 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
     PipelineKey key;
     key.dtype = problem.dtype;
     key.subgroup = use_sg;
-    key.vec4 = vec4;
     key.log = problem.log;
     key.accurate = problem.precision == Precision::accurate;
     key.required_subgroup_size = required;
@@ -167,12 +171,12 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
                 throw Error(ErrorKind::invalid_argument, "workgroup size override must be a power of two <= " +
                                                              std::to_string(max_wg));
             key.workgroup_size = options.workgroup_size;
-            if (key.subgroup_rows) {
-                plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg);
-                items = div_up(rows, plan.rows_per_workgroup);
-            }
         }
         if (options.vpt) key.vpt = options.vpt;
+        if (key.subgroup_rows) {
+            plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg);
+            items = div_up(rows, plan.rows_per_workgroup);
+        }
         if (path == Path::split) {
             const uint64_t tile = 4ull * key.vpt * key.workgroup_size;
             chunk = static_cast<uint32_t>(std::max<uint64_t>(tile, (chunk + tile - 1) / tile * tile));
@@ -181,6 +185,7 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
             plan.workspace_bytes = items * 16;
         }
     }
+    key.vec = vec_for(key.vpt);
     plan.groups = static_cast<uint32_t>(std::min<uint64_t>(items, d.max_workgroup_count[0]));
     plan.push = PushConstants{static_cast<uint32_t>(rows), static_cast<uint32_t>(s.axis), static_cast<uint32_t>(s.inner),
                               chunks, chunk, inv_t};

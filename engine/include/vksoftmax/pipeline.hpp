@@ -22,7 +22,7 @@ struct PipelineKey {
     bool subgroup = true;  // subgroup arithmetic (else shared-memory tree)
     uint32_t workgroup_size = 256;
     uint32_t vpt = 1;  // vec4 slots per invocation
-    bool vec4 = false;
+    uint32_t vec = 1;  // elements per memory access: 1, 4, or 8 (fp16, 16 bytes)
     bool log = false;
     bool subgroup_rows = false;
     bool accurate = false;
