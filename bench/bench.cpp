@@ -152,7 +152,7 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
     // Fresh logits; fp16 cases see them rounded, and so does the reference.
     const uint64_t n = c.shape.elements();
     std::mt19937 rng(std::random_device{}());
-    std::normal_distribution<float> dist(0.f, 4.f);
+    std::normal_distribution<float> dist(0.f, o.sigma);
     std::vector<double> x(n);
     std::vector<uint8_t> host(plan.tensor_bytes);
     for (uint64_t i = 0; i < n; ++i) {

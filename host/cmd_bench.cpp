@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -25,6 +26,7 @@ struct BenchArgs {
     bool log = false, stats = false, fresh_buffers = false;
     uint32_t iters = 20, repeats = 15, wg = 0, vpt = 0, chunk = 0;
     double warmup_ms = 200;
+    float sigma = 4.f;
 };
 
 std::vector<Dtype> parse_dtypes(const std::string& s) {
@@ -115,6 +117,8 @@ int bench_command(const BenchArgs& a) {
     o.iters = a.iters;
     o.repeats = a.repeats;
     o.warmup_ms = a.warmup_ms;
+    if (!(a.sigma > 0.f) || !std::isfinite(a.sigma)) throw Error(ErrorKind::invalid_argument, "--sigma must be positive");
+    o.sigma = a.sigma;
     o.plan.workgroup_size = a.wg;
     o.plan.vpt = a.vpt;
     o.plan.chunk_elements = a.chunk;
@@ -227,6 +231,7 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--repeats", a->repeats, "Timed submissions; median and min reported (default 15)");
     sub->add_option("--device", a->device, "Device index or part of its name");
     sub->add_option("--warmup-ms", a->warmup_ms, "Keep the GPU busy with each case this long before timing (default 200)");
+    sub->add_option("--sigma", a->sigma, "Standard deviation of the random logits (default 4, as the peers)");
     sub->add_flag("--stats", a->stats, "Print the driver's pipeline statistics (registers, spills), where offered");
     sub->add_option("--wg", a->wg, "Tuning: force the workgroup size (power of two)");
     sub->add_option("--vpt", a->vpt, "Tuning: force the vec4 slots per invocation");

@@ -10,49 +10,62 @@
 
 vec4 v[VPT];
 
-// Loads tile [tile_begin, end) of the row at `base` into slots s0..s0+VPT;
+// Loads tile [tile_begin, end) of the row at `base` into the slots;
 // missing elements read as -inf, which every later step treats as
 // contributing nothing.
-void load_tile(uint s0, uint base, uint stride, uint tile_begin, uint end, uint G, uint lane) {
-    for (uint j = 0u; j < VPT; ++j) {
-        if (VEC == 8u) {
-            if ((j & 1u) == 1u) continue;
+void load_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint lane) {
+    if (VEC == 8u) {
+        // One 16-byte access fills a pair of slots (the plan keeps VPT even).
+        for (uint j = 0u; j + 1u < VPT; j += 2u) {
             uint i = tile_begin + 8u * ((j >> 1) * G + lane);
             vec4 a = vec4(neg_inf()), b = vec4(neg_inf());
             if (i < end) load8((base + i) >> 3, a, b);
-            v[s0 + j] = a;
-            v[s0 + j + 1u] = b;
-        } else if (VEC == 4u) {
+            v[j] = a;
+            v[j + 1u] = b;
+        }
+    } else if (VEC == 4u) {
+        for (uint j = 0u; j < VPT; ++j) {
             uint i = tile_begin + 4u * (j * G + lane);
-            v[s0 + j] = i < end ? load4((base + i) >> 2) : vec4(neg_inf());
-        } else {
+            v[j] = i < end ? load4((base + i) >> 2) : vec4(neg_inf());
+        }
+    } else {
+        for (uint j = 0u; j < VPT; ++j)
             for (uint c = 0u; c < 4u; ++c) {
                 uint i = tile_begin + (j * 4u + c) * G + lane;
-                v[s0 + j][c] = i < end ? float(x_s[base + i * stride]) : neg_inf();
+                v[j][c] = i < end ? float(x_s[base + i * stride]) : neg_inf();
             }
-        }
     }
 }
 
-// This lane's max over the finite elements of slots s0..s0+VPT, and flags.
-Stat lane_max(uint s0) {
-    float m = -FLT_MAX;
-    uint f = 0u;
+// This lane's max over the finite elements of its slots, and flags:
+// three instructions per element instead of a classification (the fp16 row
+// shapes are bound by per-element work: bench/NOTES.md). The float
+// max is exact for finite and -inf elements; NaN and +inf (poison) are
+// told by two integer maxima of the bits (+inf and positive NaNs are the
+// largest signed patterns, negative NaNs the unsigned ones above -inf), so
+// the max's value does not matter when there is one.
+Stat lane_max() {
+    float m = neg_inf();
+    uint hu = 0u;
+    int hi = -2147483647 - 1;
     for (uint j = 0u; j < VPT; ++j)
         for (uint c = 0u; c < 4u; ++c) {
-            uint k = classify(v[s0 + j][c]);
-            f |= flag_of(k);
-            m = max(m, k == C_FINITE ? v[s0 + j][c] : -FLT_MAX);
+            float x = v[j][c];
+            m = max(m, x);
+            hu = max(hu, floatBitsToUint(x));
+            hi = max(hi, floatBitsToInt(x));
         }
-    return Stat(m, 0.0, f);
+    if (hu > 0xff800000u || hi >= 0x7f800000) return Stat(-FLT_MAX, 0.0, F_POISON);
+    // Only -inf (or no element) left when the max is -inf.
+    if (floatBitsToUint(m) == 0xff800000u) return Stat(-FLT_MAX, 0.0, 0u);
+    return Stat(m, 0.0, F_FINITE);
 }
 
-// This lane's statistic of the tile held in slots s0..
-Stat tile_stat(uint s0) {
-    Stat s = lane_max(s0);
+// This lane's statistic of the tile held in its slots.
+Stat tile_stat() {
+    Stat s = lane_max();
     for (uint j = 0u; j < VPT; ++j)
-        for (uint c = 0u; c < 4u; ++c)
-            s.d += classify(v[s0 + j][c]) == C_FINITE ? scaled_exp(v[s0 + j][c] - s.m) : 0.0;
+        for (uint c = 0u; c < 4u; ++c) s.d += element_exp(v[j][c] - s.m);
     return s;
 }
 
@@ -72,37 +85,68 @@ float log_shift(float x, float m) {
     return huge ? (halve(x) - halve(m)) * (2.0 * pc.inv_t) : (x - m) * pc.inv_t;
 }
 
-// Writes the tile held in slots s0.. given the row's statistic. `exps`: the
-// slots already hold exp((x - m) / T), 0 for -inf elements (single-tile
-// softmax).
-void write_tile(uint s0, uint base, uint stride, uint tile_begin, uint end, uint G, uint lane, Stat s, bool exps) {
+// The output of slot j given the row's statistic. `exps`: the slots
+// already hold exp((x - m) / T) (single-tile softmax).
+vec4 slot_output(uint j, Stat s, bool exps, float inv_d, float log_d, bool bad) {
+    vec4 o;
+    for (uint c = 0u; c < 4u; ++c) {
+        float x = v[j][c];
+        if (exps) o[c] = x * inv_d;
+        else if (LOG) o[c] = classify(x) == C_FINITE ? log_shift(x, s.m) - log_d : neg_inf();
+        else o[c] = element_exp(x - s.m) * inv_d;
+        o[c] = bad ? nan_value() : o[c];
+    }
+    return o;
+}
+
+// Writes the tile held in the slots given the row's statistic.
+void write_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint lane, Stat s, bool exps) {
     bool bad = (s.f & F_POISON) != 0u || (s.f & F_FINITE) == 0u;
     float inv_d = 1.0 / s.d;
     float log_d = log(s.d);
-    vec4 o[VPT];
-    for (uint j = 0u; j < VPT; ++j)
-        for (uint c = 0u; c < 4u; ++c) {
-            float x = v[s0 + j][c];
-            bool fin = classify(x) == C_FINITE;
-            if (exps) o[j][c] = x * inv_d;
-            else if (LOG) o[j][c] = fin ? log_shift(x, s.m) - log_d : neg_inf();
-            else o[j][c] = fin ? scaled_exp(x - s.m) * inv_d : 0.0;
-            o[j][c] = bad ? nan_value() : o[j][c];
-        }
-    for (uint j = 0u; j < VPT; ++j) {
-        if (VEC == 8u) {
-            if ((j & 1u) == 1u) continue;
+    if (VEC == 8u) {
+        for (uint j = 0u; j + 1u < VPT; j += 2u) {
             uint i = tile_begin + 8u * ((j >> 1) * G + lane);
-            if (i < end) store8((base + i) >> 3, o[j], o[j + 1u]);
-        } else if (VEC == 4u) {
+            if (i < end)
+                store8((base + i) >> 3, slot_output(j, s, exps, inv_d, log_d, bad),
+                       slot_output(j + 1u, s, exps, inv_d, log_d, bad));
+        }
+    } else if (VEC == 4u) {
+        for (uint j = 0u; j < VPT; ++j) {
             uint i = tile_begin + 4u * (j * G + lane);
-            if (i < end) store4((base + i) >> 2, o[j]);
-        } else {
+            if (i < end) store4((base + i) >> 2, slot_output(j, s, exps, inv_d, log_d, bad));
+        }
+    } else {
+        for (uint j = 0u; j < VPT; ++j) {
+            vec4 o = slot_output(j, s, exps, inv_d, log_d, bad);
             for (uint c = 0u; c < 4u; ++c) {
                 uint i = tile_begin + (j * 4u + c) * G + lane;
-                if (i < end) y_s[base + i * stride] = ELEM(o[j][c]);
+                if (i < end) y_s[base + i * stride] = ELEM(o[c]);
             }
         }
+    }
+}
+
+// The group's statistic of [begin, end) of the row at `base`, read tile by
+// tile (a row longer than one tile, and split pass 1).
+Stat span_stat(uint base, uint begin, uint end, uint tile, uint G, uint lane) {
+    Stat s = stat_empty();
+    uint tiles = (end - begin + tile - 1u) / tile;
+    for (uint t = 0u; t < tiles; ++t) {
+        load_tile(base, pc.inner, begin + t * tile, end, G, lane);
+        s = stat_merge(s, tile_stat());
+    }
+    return group_stat(s);
+}
+
+// Writes [begin, end) of the row at `base` given the row's statistic,
+// re-reading it last tile first: those were read last by span_stat, so they
+// are the likeliest to still be in L2.
+void span_write(uint base, uint begin, uint end, uint tile, uint G, uint lane, Stat s) {
+    for (uint t = (end - begin + tile - 1u) / tile; t > 0u; --t) {
+        uint t0 = begin + (t - 1u) * tile;
+        load_tile(base, pc.inner, t0, end, G, lane);
+        write_tile(base, pc.inner, t0, end, G, lane, s, false);
     }
 }
 
@@ -122,34 +166,28 @@ void main() {
     uint first = gl_WorkGroupID.x * gpw + group_index();
     uint step = gl_NumWorkGroups.x * gpw;
 
-    if (KIND == 0u) {
+    if (KIND == 0u || KIND == 3u) {
         for (uint r = first; r < pc.rows; r += step) {
             uint base = row_base(r);
-            if (pc.axis <= tile) {
-                load_tile(0u, base, pc.inner, 0u, pc.axis, G, lane);
-                Stat s = lane_max(0u);
-                uint k = group_max_u(stat_key(s.m, s.f));
-                float m = key_max(k);
+            // KIND 0 keeps the tile-by-tile form too, for a subgroup smaller
+            // than planned (a driver that cannot pin the size).
+            if (KIND == 0u && pc.axis <= tile) {
+                load_tile(base, pc.inner, 0u, pc.axis, G, lane);
+                Stat s = lane_max();
+                float m = s.m;
+                uint f = s.f;
+                group_max_or(m, f);
                 float d = 0.0;
                 for (uint j = 0u; j < VPT; ++j)
                     for (uint c = 0u; c < 4u; ++c) {
-                        float e = classify(v[j][c]) == C_FINITE ? scaled_exp(v[j][c] - m) : 0.0;
+                        float e = element_exp(v[j][c] - m);
                         d += e;
                         if (!LOG) v[j][c] = e;
                     }
                 d = group_add(d);
-                write_tile(0u, base, pc.inner, 0u, pc.axis, G, lane, Stat(m, d, key_flags(k)), !LOG);
+                write_tile(base, pc.inner, 0u, pc.axis, G, lane, Stat(m, d, f), !LOG);
             } else {
-                Stat s = stat_empty();
-                for (uint t0 = 0u; t0 < pc.axis; t0 += tile) {
-                    load_tile(0u, base, pc.inner, t0, pc.axis, G, lane);
-                    s = stat_merge(s, tile_stat(0u));
-                }
-                s = group_stat(s);
-                for (uint t0 = 0u; t0 < pc.axis; t0 += tile) {
-                    load_tile(0u, base, pc.inner, t0, pc.axis, G, lane);
-                    write_tile(0u, base, pc.inner, t0, pc.axis, G, lane, s, false);
-                }
+                span_write(base, 0u, pc.axis, tile, G, lane, span_stat(base, 0u, pc.axis, tile, G, lane));
             }
         }
         return;
@@ -158,8 +196,8 @@ void main() {
     // Split path: work item w is chunk (w % chunks) of row (w / chunks).
     uint items = pc.rows * pc.chunks;
     for (uint w = first; w < items; w += step) {
-        // Pass 2 walks the items, and the tiles within each, in the reverse
-        // of pass 1's order, so that it first re-reads what pass 1 read
+        // Pass 2 walks the items in the reverse of pass 1's order (and
+        // span_write the tiles), so that it first re-reads what pass 1 read
         // last, while that is still in L2.
         uint item = KIND == 2u ? items - 1u - w : w;
         uint r = item / pc.chunks;
@@ -168,12 +206,7 @@ void main() {
         uint base = row_base(r);
         if (KIND == 1u) {
             // Pass 1: the chunk's (m, d) and flags.
-            Stat s = stat_empty();
-            for (uint t0 = begin; t0 < end; t0 += tile) {
-                load_tile(0u, base, pc.inner, t0, end, G, lane);
-                s = stat_merge(s, tile_stat(0u));
-            }
-            s = group_stat(s);
+            Stat s = span_stat(base, begin, end, tile, G, lane);
             if (lane == 0u) part[item] = Partial(s.m, s.d, s.f, 0u);
         } else {
             // Pass 2: every workgroup of the row merges all of the row's
@@ -184,12 +217,7 @@ void main() {
                 Partial p = part[r * pc.chunks + i];
                 s = stat_merge(s, Stat(p.m, p.d, p.f));
             }
-            s = group_stat(s);
-            for (uint t = (end - begin + tile - 1u) / tile; t > 0u; --t) {
-                uint t0 = begin + (t - 1u) * tile;
-                load_tile(0u, base, pc.inner, t0, end, G, lane);
-                write_tile(0u, base, pc.inner, t0, end, G, lane, s, false);
-            }
+            span_write(base, begin, end, tile, G, lane, group_stat(s));
         }
     }
 }

@@ -28,8 +28,10 @@ layout(constant_id = 4) const bool SUBGROUP_ROWS = false;
 // Our own range-reduced exp instead of the driver's, so that results agree
 // across vendors whatever precision their exp has.
 layout(constant_id = 5) const bool ACCURATE = false;
-// 0: a group owns a row; 1: split pass 1 (chunk statistics);
-// 2: split pass 2 (merge the row's statistics, write the chunk).
+// 0: a group owns a row; 3: the same for rows the plan knows are longer
+// than a tile (only the tile-by-tile form is compiled); 1: split pass 1
+// (chunk statistics); 2: split pass 2 (merge the row's statistics, write
+// the chunk).
 layout(constant_id = 6) const uint KIND = 0;
 
 #ifdef STORAGE_F16
@@ -87,6 +89,7 @@ const uint C_FINITE = 0u, C_NEGINF = 1u, C_POISON = 2u;
 
 // Classified on the bits: the Vulkan environment lets the compiler assume
 // float operands are not Inf or NaN, so isnan()/isinf() may be folded away.
+
 uint classify(float x) {
     uint b = floatBitsToUint(x);
     uint a = b & 0x7fffffffu;
@@ -125,29 +128,53 @@ float scaled_exp(float t) {
     return s > -104.0 ? e : 0.0;
 }
 
+// The same for every element of a tile, in fewer instructions (the fp16
+// row shapes are bound by per-element work, bench/NOTES.md): no select,
+// because the argument is clamped where 2^t is exactly 0 in fp32
+// (2^-200 is far below the smallest subnormal), so a -inf element
+// (x - m = -inf) gives exactly 0 without ever reaching exp of -inf.
+float element_exp(float t) {
+    if (ACCURATE) return scaled_exp(t);
+    return exp2(max(t * (pc.inv_t * 1.44269504), -200.0));
+}
+
 // ---- group reductions: over a subgroup (SUBGROUP_ROWS) or the workgroup ----
-// A row takes two: a max of keys (stat_key: the max and the flags in one
-// value) and a sum.
+// A row takes two: the max with the flags' OR (exchanged together), then
+// the sum.
 #ifdef USE_SUBGROUP
 // One slot per subgroup; sized for subgroups of one invocation, because the
 // subgroup size a driver reports is not always the one shaders get. Each
-// reduction has its own array, and callers alternate max and add: the next
-// write to red_u comes after group_add's barrier, which no invocation passes
-// before every one has read red_u, so neither needs a closing barrier.
+// reduction has its own arrays, and callers alternate max-or and add: the
+// next write to red_m/red_u comes after group_add's barrier, which no
+// invocation passes before every one has read them, so neither reduction
+// needs a closing barrier.
+shared float red_m[gl_WorkGroupSize.x];
 shared uint red_u[gl_WorkGroupSize.x];
 shared float red_f[gl_WorkGroupSize.x];
 
 // Cross-subgroup step: every lane folds a strided slice of ALL subgroup
 // partials before the subgroup op, so that no partial is lost however many
 // subgroups there are relative to the subgroup size.
-uint group_max_u(uint v) {
-    v = subgroupMax(v);
-    if (SUBGROUP_ROWS) return v;
-    if (subgroupElect()) red_u[gl_SubgroupID] = v;
+// m is finite here (-FLT_MAX stands for none): a float max, not an integer
+// one, because subgroupMax on uint gave wrong maxima on NVIDIA 580.159.04
+// in some pipelines (bench/NOTES.md).
+void group_max_or(inout float m, inout uint f) {
+    m = subgroupMax(m);
+    f = subgroupOr(f);
+    if (SUBGROUP_ROWS) return;
+    if (subgroupElect()) {
+        red_m[gl_SubgroupID] = m;
+        red_u[gl_SubgroupID] = f;
+    }
     barrier();
-    uint r = 0u;
-    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r = max(r, red_u[i]);
-    return subgroupMax(r);
+    float r = -FLT_MAX;
+    uint o = 0u;
+    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) {
+        r = max(r, red_m[i]);
+        o |= red_u[i];
+    }
+    m = subgroupMax(r);
+    f = subgroupOr(o);
 }
 float group_add(float v) {
     v = subgroupAdd(v);
@@ -167,17 +194,21 @@ uint group_index() { return SUBGROUP_ROWS ? gl_SubgroupID : 0u; }
 // upper half into the lower: red[i] = op(red[i], red[i + s]).
 shared float red_f[gl_WorkGroupSize.x];
 shared uint red_u[gl_WorkGroupSize.x];
-uint group_max_u(uint v) {
+void group_max_or(inout float m, inout uint f) {
     uint t = gl_LocalInvocationID.x;
-    red_u[t] = v;
+    red_f[t] = m;
+    red_u[t] = f;
     barrier();
     for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1u) {
-        if (t < s) red_u[t] = max(red_u[t], red_u[t + s]);
+        if (t < s) {
+            red_f[t] = max(red_f[t], red_f[t + s]);
+            red_u[t] = red_u[t] | red_u[t + s];
+        }
         barrier();
     }
-    uint r = red_u[0];
+    m = red_f[0];
+    f = red_u[0];
     barrier();
-    return r;
 }
 float group_add(float v) {
     uint t = gl_LocalInvocationID.x;
@@ -207,25 +238,11 @@ Stat stat_merge(Stat a, Stat b) {
     float m = max(a.m, b.m);
     return Stat(m, a.d * scaled_exp(a.m - m) + b.d * scaled_exp(b.m - m), a.f | b.f);
 }
-// The max and the flags as one unsigned key whose max is the group's:
-// 0 when there is no finite element, all ones for poison, else the max's
-// bits mapped so that unsigned order is float order (negative floats
-// reversed below positive ones). One reduction instead of two.
-const uint KEY_EMPTY = 0u, KEY_POISON = 0xffffffffu;
-uint stat_key(float m, uint f) {
-    uint b = floatBitsToUint(m);
-    uint k = (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
-    return (f & F_POISON) != 0u ? KEY_POISON : ((f & F_FINITE) != 0u ? k : KEY_EMPTY);
-}
-uint key_flags(uint k) { return k == KEY_POISON ? F_POISON | F_FINITE : (k == KEY_EMPTY ? 0u : F_FINITE); }
-float key_max(uint k) {
-    if (k == KEY_POISON || k == KEY_EMPTY) return -FLT_MAX;
-    return uintBitsToFloat((k & 0x80000000u) != 0u ? (k & 0x7fffffffu) : ~k);
-}
 // All of a group's statistics merged into one, known to every lane.
 Stat group_stat(Stat s) {
-    uint k = group_max_u(stat_key(s.m, s.f));
-    float m = key_max(k);
+    float m = s.m;
+    uint f = s.f;
+    group_max_or(m, f);
     float d = group_add(s.d * scaled_exp(s.m - m));
-    return Stat(m, d, key_flags(k));
+    return Stat(m, d, f);
 }

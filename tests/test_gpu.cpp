@@ -105,6 +105,31 @@ TEST_F(Gpu, ForcedPathsAndReductions) {
             }
 }
 
+// Every slot count on every path, rows of one tile and of many: a
+// driver's compiler may get one unrolled variant wrong and not the others
+// (NVIDIA 580.159.04 did, for fp32 with 8 slots and fp16 with 4:
+// bench/NOTES.md).
+TEST_F(Gpu, EveryRowGeometry) {
+    const bool sg = ctx().info().subgroup_arithmetic();
+    for (Path path : {Path::subgroup_row, Path::workgroup_row, Path::split}) {
+        if (path == Path::subgroup_row && !sg) continue;
+        for (uint32_t vpt = 1; vpt <= 8; ++vpt)
+            for (Dtype dt : {Dtype::f32, Dtype::f16})
+                for (uint64_t cols : {1000u, 4096u, 40000u})
+                    for (bool log : {false, true}) {
+                        if (log && cols != 4096) continue;
+                        Problem p;
+                        p.shape = {3, cols, 1};
+                        p.dtype = dt;
+                        p.log = log;
+                        PlanOptions o;
+                        o.path = path;
+                        o.vpt = vpt;
+                        expect_matches(p, o);
+                    }
+    }
+}
+
 // The access width the plan picks: 16 bytes wherever rows allow it, and
 // never 8-element fp16 accesses with an odd slot count (they fill slot pairs).
 TEST_F(Gpu, PlanPicksAccessWidth) {

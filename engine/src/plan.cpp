@@ -191,9 +191,15 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
                               chunks, chunk, inv_t};
 
     plan.passes = path == Path::split ? 2 : 1;
+    // A row path whose tile (possible through overrides) is shorter than the
+    // row gets the variant made only of the tile-by-tile loops: on NVIDIA
+    // 580.159.04 the variant holding both forms gave NaN rows for some slot
+    // counts (bench/NOTES.md).
+    const uint64_t planned_tile = 4ull * key.vpt * (key.subgroup_rows ? sg : key.workgroup_size);
+    const bool long_rows = path != Path::split && s.axis > planned_tile;
     for (uint32_t p = 0; p < plan.passes; ++p) {
         plan.key[p] = key;
-        plan.key[p].kind = path == Path::split ? p + 1 : 0;
+        plan.key[p].kind = path == Path::split ? p + 1 : (long_rows ? 3 : 0);
         plan.pipeline[p] = &ctx.pipeline(plan.key[p]);
     }
     return plan;

@@ -26,7 +26,8 @@ struct PipelineKey {
     bool log = false;
     bool subgroup_rows = false;
     bool accurate = false;
-    uint32_t kind = 0;  // 0 row, 1 split pass 1, 2 split pass 2
+    // 0 row, 3 row longer than the planned tile, 1/2 split pass 1/2
+    uint32_t kind = 0;
     uint32_t required_subgroup_size = 0;  // 0: the driver's choice
 
     std::string id() const;
