@@ -60,8 +60,9 @@ Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call) {
         });
         us.push_back(timer.ns_between(timer.read_ticks(), 0, 1) / 1e3 / o.iters);
     }
-    std::sort(us.begin(), us.end());
     Timing t;
+    t.samples_us = us;
+    std::sort(us.begin(), us.end());
     t.median_us = us[us.size() / 2];
     t.min_us = us.front();
     t.gbps = static_cast<double>(bytes) / (t.median_us * 1e3);

@@ -36,7 +36,7 @@ struct Options {
     // Before the first timed run, keep the GPU busy with the case this long:
     // after an idle gap (the CPU check) clocks drop, and a burst of a few
     // calls does not bring them back (bench/NOTES.md).
-    double warmup_ms = 200;
+    double warmup_ms = 1000;
     // Standard deviation of the logits. 4 is the peers' (../shared/peers-h200.md):
     // most fp16 outputs of long rows are then 0 or subnormal.
     float sigma = 4.f;
@@ -57,6 +57,7 @@ std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases
 struct Timing {
     double median_us = 0, min_us = 0;
     double gbps = 0;  // bytes counted / median time
+    std::vector<double> samples_us;  // every repeat, in the order taken
 };
 
 struct Row {

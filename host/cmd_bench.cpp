@@ -25,7 +25,7 @@ struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json;
     bool log = false, stats = false, fresh_buffers = false;
     uint32_t iters = 20, repeats = 15, wg = 0, vpt = 0, chunk = 0;
-    double warmup_ms = 200;
+    double warmup_ms = 1000;
     float sigma = 4.f;
 };
 
@@ -201,6 +201,7 @@ int bench_command(const BenchArgs& a) {
                                  {"bytes", r.bytes},
                                  {"median_us", r.t.median_us},
                                  {"min_us", r.t.min_us},
+                                 {"samples_us", r.t.samples_us},
                                  {"gbps", r.t.gbps},
                                  {"ceiling_fraction", r.t.gbps / ceiling.gbps},
                                  {"max_rel_error", r.max_rel_error},
@@ -230,7 +231,7 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--iters", a->iters, "Back-to-back calls per timed submission (default 20)");
     sub->add_option("--repeats", a->repeats, "Timed submissions; median and min reported (default 15)");
     sub->add_option("--device", a->device, "Device index or part of its name");
-    sub->add_option("--warmup-ms", a->warmup_ms, "Keep the GPU busy with each case this long before timing (default 200)");
+    sub->add_option("--warmup-ms", a->warmup_ms, "Keep the GPU busy with each case this long before timing (default 1000)");
     sub->add_option("--sigma", a->sigma, "Standard deviation of the random logits (default 4, as the peers)");
     sub->add_flag("--stats", a->stats, "Print the driver's pipeline statistics (registers, spills), where offered");
     sub->add_option("--wg", a->wg, "Tuning: force the workgroup size (power of two)");
