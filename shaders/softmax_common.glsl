@@ -96,7 +96,6 @@ uint classify(float x) {
     if (a < 0x7f800000u) return C_FINITE;
     return (b == 0xff800000u) ? C_NEGINF : C_POISON;
 }
-uint flag_of(uint c) { return c == C_FINITE ? F_FINITE : (c == C_POISON ? F_POISON : 0u); }
 float nan_value() { return uintBitsToFloat(0x7fc00000u); }
 float neg_inf() { return uintBitsToFloat(0xff800000u); }
 
