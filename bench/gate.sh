@@ -9,7 +9,7 @@
 # Usage: bench/gate.sh [--log]
 set -uo pipefail
 logs=$(mktemp -d)
-OUT=$logs bash scripts/device-check.sh | tail -4
+OUT=$logs bash scripts/device-check.sh | tail -40
 gate=${PIPESTATUS[0]}
 cp "$logs/conformance.json" "${OUT:-/tmp/vksoftmax-bench}/" 2>/dev/null || true
 bash bench/compare.sh "$@"

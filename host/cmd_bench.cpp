@@ -23,7 +23,7 @@ namespace {
 
 struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json;
-    bool log = false, stats = false, fresh_buffers = false;
+    bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false;
     uint32_t iters = 20, repeats = 15, wg = 0, vpt = 0, chunk = 0;
     double warmup_ms = 1000;
     float sigma = 4.f;
@@ -111,6 +111,7 @@ int bench_command(const BenchArgs& a) {
     ContextOptions co;
     co.device = a.device;
     co.capture_statistics = a.stats;
+    co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
     Context ctx(co);
     const DeviceInfo& d = ctx.info();
     bench::Options o;
@@ -178,7 +179,8 @@ int bench_command(const BenchArgs& a) {
         std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
         j["date"] = date;
         j["device"] = {{"name", d.name}, {"driver", driver}, {"api_version", d.api_string()},
-                       {"subgroup_size", d.subgroup_size}};
+                       {"subgroup_size", d.subgroup_size},
+                       {"subgroup_uniform_control_flow", d.subgroup_uniform_control_flow}};
         j["iters"] = o.iters;
         j["repeats"] = o.repeats;
         j["copy_ceiling"] = {{"bytes", ceiling_bytes}, {"median_us", ceiling.median_us},
@@ -239,6 +241,8 @@ Command add_bench(CLI::App& app) {
     sub->add_flag("--fresh-buffers", a->fresh_buffers,
                   "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");
     sub->add_option("--path", a->path, "Tuning: force subgroup-row, workgroup-row or split");
+    sub->add_flag("--no-uniform-control-flow", a->no_uniform_control_flow,
+                  "Diagnosis: leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered");
     sub->add_option("--json", a->json, "Write every figure to this JSON file");
     sub->add_option("--csv", a->csv, "Write the table to this CSV file");
     sub->add_option("--plot", a->plot, "Draw GB/s against size to this PNG (needs gnuplot)");

@@ -16,7 +16,7 @@ namespace {
 
 struct ConformanceArgs {
     std::string device, json, filter;
-    bool quick = false, failures_only = false;
+    bool quick = false, failures_only = false, no_uniform_control_flow = false;
 };
 
 nlohmann::json identity(const DeviceInfo& d) {
@@ -25,7 +25,8 @@ nlohmann::json identity(const DeviceInfo& d) {
             {"driver_version", d.driver_version}, {"api_version", d.api_string()}, {"type", d.type_name()},
             {"subgroup_size", d.subgroup_size},
             {"subgroup_size_range", {d.min_subgroup_size, d.max_subgroup_size}},
-            {"subgroup_operations", d.subgroup_ops_string()}};
+            {"subgroup_operations", d.subgroup_ops_string()},
+            {"subgroup_uniform_control_flow", d.subgroup_uniform_control_flow}};
 }
 
 int conformance_command(const ConformanceArgs& a) {
@@ -48,9 +49,13 @@ int conformance_command(const ConformanceArgs& a) {
     report["catalogue"] = a.quick ? "quick" : "full";
     size_t total = 0, failed = 0, skipped = 0;
     for (const std::string& sel : selectors) {
-        Context ctx(ContextOptions{sel});
+        ContextOptions co;
+        co.device = sel;
+        co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
+        Context ctx(co);
         const DeviceInfo& d = ctx.info();
-        fmt::print("device {}: {} ({} {}, Vulkan {})\n", d.index, d.name, d.driver_name, d.driver_info, d.api_string());
+        fmt::print("device {}: {} ({} {}, Vulkan {}), subgroup uniform control flow: {}\n", d.index, d.name,
+                   d.driver_name, d.driver_info, d.api_string(), d.subgroup_uniform_control_flow ? "on" : "off");
         fmt::print("{:<44} {:<28} {:>3} {:>9} {:>9} {:>7} {:>9} {:>4} {}\n", "case", "variant", "sg", "max ulp",
                    "max rel", "bound", "|sum-1|", "nan", "result");
         nlohmann::json device_results = nlohmann::json::array();
@@ -108,6 +113,9 @@ Command add_conformance(CLI::App& app) {
     sub->add_option("--json", a->json, "Write the report, with the device's identity, to this file");
     sub->add_option("--filter", a->filter, "Only cases whose 'case variant' text contains this");
     sub->add_flag("--failures-only", a->failures_only, "Print only the failing rows of the table");
+    sub->add_flag("--no-uniform-control-flow", a->no_uniform_control_flow,
+                  "Leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered: checks the shaders "
+                  "that hosts without it get");
     sub->footer("Example: vksoftmax conformance --device all --json report.json");
     return [a]() { return conformance_command(*a); };
 }

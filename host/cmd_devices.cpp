@@ -25,6 +25,7 @@ nlohmann::json to_json(const DeviceInfo& d, bool is_default) {
             {"subgroup_size_control", d.subgroup_size_control},
             {"min_subgroup_size", d.min_subgroup_size},
             {"max_subgroup_size", d.max_subgroup_size},
+            {"subgroup_uniform_control_flow", d.subgroup_uniform_control_flow},
             {"fp16_storage", d.storage_16bit},
             {"shader_float16", d.shader_float16},
             {"timestamps", d.timestamps()},
@@ -60,10 +61,11 @@ Command add_devices(CLI::App& app) {
                        d.vendor_name(), d.type_name());
             fmt::print("    driver {} {}, Vulkan {}\n", d.driver_name.empty() ? "?" : d.driver_name, d.driver_info,
                        d.api_string());
-            fmt::print("    subgroup size {} (control: {}), operations: {}\n", d.subgroup_size,
+            fmt::print("    subgroup size {} (control: {}), operations: {}, uniform control flow: {}\n",
+                       d.subgroup_size,
                        d.subgroup_size_control ? fmt::format("{}..{}", d.min_subgroup_size, d.max_subgroup_size)
                                                : std::string("no"),
-                       d.subgroup_ops_string());
+                       d.subgroup_ops_string(), d.subgroup_uniform_control_flow ? "yes" : "no");
             fmt::print("    fp16 storage: {}, timestamps: {}, max buffer range: {} bytes\n",
                        d.storage_16bit ? "yes" : "no",
                        d.timestamps() ? fmt::format("{} ns/tick, {} bits", d.timestamp_period, d.timestamp_valid_bits)

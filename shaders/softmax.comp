@@ -6,6 +6,17 @@
 //         (possible when the subgroup the driver gives is smaller than
 //         planned) is folded tile by tile into (m, d) and then re-read.
 // KIND 1/2: the two dispatches of the split path; see main().
+#ifdef SUBGROUP_UNIFORM_CONTROL_FLOW
+// Vulkan alone does not promise that a subgroup which diverged in an if is
+// whole again at the merge, where a later subgroup reduction runs (lanes
+// left out would lose their partials); this mode does, on devices that
+// enable it. (On NVIDIA 580.159.04 it changed no result and no timing:
+// bench/NOTES.md.)
+#extension GL_EXT_subgroup_uniform_control_flow : require
+#define MAIN_ATTRIBUTES [[subgroup_uniform_control_flow]]
+#else
+#define MAIN_ATTRIBUTES
+#endif
 #include "softmax_common.glsl"
 
 vec4 v[VPT];
@@ -99,17 +110,21 @@ vec4 slot_output(uint j, Stat s, bool exps, float inv_d, float log_d, bool bad) 
     return o;
 }
 
-// Writes the tile held in the slots given the row's statistic.
+// Writes the tile held in the slots given the row's statistic. With 16-byte
+// fp16 accesses every output is computed (into the slots) before the first
+// store: computing each store's outputs just before it made those rows
+// 1.6-2.5x slower on NVIDIA. Narrower accesses keep the interleaved form:
+// fp32 gained nothing from the other, and with it some 1- and 4-wide
+// geometries gave NaN rows on NVIDIA 580.159.04 (bench/NOTES.md).
 void write_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint lane, Stat s, bool exps) {
     bool bad = (s.f & F_POISON) != 0u || (s.f & F_FINITE) == 0u;
     float inv_d = 1.0 / s.d;
     float log_d = log(s.d);
     if (VEC == 8u) {
+        for (uint j = 0u; j < VPT; ++j) v[j] = slot_output(j, s, exps, inv_d, log_d, bad);
         for (uint j = 0u; j + 1u < VPT; j += 2u) {
             uint i = tile_begin + 8u * ((j >> 1) * G + lane);
-            if (i < end)
-                store8((base + i) >> 3, slot_output(j, s, exps, inv_d, log_d, bad),
-                       slot_output(j + 1u, s, exps, inv_d, log_d, bad));
+            if (i < end) store8((base + i) >> 3, v[j], v[j + 1u]);
         }
     } else if (VEC == 4u) {
         for (uint j = 0u; j < VPT; ++j) {
@@ -156,7 +171,7 @@ uint row_base(uint r) {
     return o * pc.axis * pc.inner + (r - o * pc.inner);
 }
 
-void main() {
+void main() MAIN_ATTRIBUTES {
     uint G = group_size(), lane = group_lane();
     uint tile = 4u * VPT * G;
     uint gpw = groups_per_workgroup();

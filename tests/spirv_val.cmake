@@ -1,8 +1,21 @@
-# cmake -DSPIRV_VAL=path "-DFILES=a.spv;b.spv" -P spirv_val.cmake
+# cmake -DSPIRV_VAL=path -DSPIRV_DIS=path "-DFILES=a.spv;b.spv" -P spirv_val.cmake
+# Every module passes spirv-val, and exactly the *_ucf modules declare
+# SubgroupUniformControlFlowKHR (the engine picks them only on devices that
+# enable the feature; declaring it elsewhere would be invalid there).
 foreach(f ${FILES})
   execute_process(COMMAND ${SPIRV_VAL} --target-env vulkan1.1 ${f} RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "spirv-val rejected ${f}: ${err}")
+  endif()
+  execute_process(COMMAND ${SPIRV_DIS} ${f} RESULT_VARIABLE rc OUTPUT_VARIABLE dis ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "spirv-dis failed on ${f}: ${err}")
+  endif()
+  string(FIND "${dis}" "OpExecutionMode %main SubgroupUniformControlFlowKHR" at)
+  if(f MATCHES "_ucf\\.spv$" AND at EQUAL -1)
+    message(FATAL_ERROR "${f} lacks the SubgroupUniformControlFlowKHR execution mode")
+  elseif(NOT f MATCHES "_ucf\\.spv$" AND NOT at EQUAL -1)
+    message(FATAL_ERROR "${f} declares SubgroupUniformControlFlowKHR but is meant for devices without it")
   endif()
   message(STATUS "spirv-val: ${f} ok")
 endforeach()

@@ -25,6 +25,22 @@ void expect_matches(const Problem& p, const PlanOptions& opts = {}, uint32_t see
         << "; bound: rel " << b.rel << " above " << b.floor;
 }
 
+// `rows` contiguous rows of `cols`, and plan options forcing a geometry.
+Problem rows_of(uint64_t rows, uint64_t cols, Dtype dt, bool log) {
+    Problem p;
+    p.shape = {rows, cols, 1};
+    p.dtype = dt;
+    p.log = log;
+    return p;
+}
+PlanOptions forced(Path path, uint32_t vpt, uint32_t workgroup_size = 0) {
+    PlanOptions o;
+    o.path = path;
+    o.vpt = vpt;
+    o.workgroup_size = workgroup_size;
+    return o;
+}
+
 void grid(std::initializer_list<uint64_t> cols) {
     for (uint64_t c : cols)
         for (uint64_t r : {1u, 3u, 64u, 1000u}) {
@@ -118,15 +134,46 @@ TEST_F(Gpu, EveryRowGeometry) {
                 for (uint64_t cols : {1000u, 4096u, 40000u})
                     for (bool log : {false, true}) {
                         if (log && cols != 4096) continue;
-                        Problem p;
-                        p.shape = {3, cols, 1};
-                        p.dtype = dt;
-                        p.log = log;
-                        PlanOptions o;
-                        o.path = path;
-                        o.vpt = vpt;
-                        expect_matches(p, o);
+                        expect_matches(rows_of(3, cols, dt, log), forced(path, vpt));
                     }
+    }
+}
+
+// Rows whose last slot only lane 0 of the group fills (the rest of that slot
+// lies past the row's end), at each access width, with a NaN row and a row
+// whose only +inf sits in that lone slot. Such rows are where NVIDIA
+// 580.159.04 went wrong for some shader forms: NaN in every subgroup but
+// the first (f16 2x4100, 4-wide), or a NaN row's flag lost (f32 12x257,
+// subgroup rows, accurate): bench/NOTES.md.
+TEST_F(Gpu, LastSlotHeldByOneLane) {
+    const DeviceInfo& d = ctx().info();
+    for (Path path : {Path::subgroup_row, Path::workgroup_row}) {
+        if (path == Path::subgroup_row && !d.subgroup_arithmetic()) continue;
+        const uint32_t wg = std::min(256u, d.max_workgroup_invocations);
+        const uint64_t G = path == Path::subgroup_row ? d.subgroup_size : wg;  // lanes on a row
+        for (uint32_t vpt : {2u, 5u, 8u})
+            for (Dtype dt : {Dtype::f32, Dtype::f16})
+                for (uint32_t width : {1u, 4u, 8u}) {
+                    if (width == 8 && (dt != Dtype::f16 || vpt % 2)) continue;
+                    // Scalar slots are 4 per vec4 slot; 8-wide accesses fill slot pairs.
+                    const uint64_t cols = width == 1 ? (4ull * vpt - 1) * G + 1
+                                          : width == 4 ? 4ull * (vpt - 1) * G + 4
+                                                       : 8ull * (vpt / 2 - 1) * G + 8;
+                    for (bool log : {false, true}) {
+                        const Problem p = rows_of(3, cols, dt, log);
+                        const PlanOptions o = forced(path, vpt, path == Path::workgroup_row ? wg : 0);
+                        const Plan plan = make_plan(ctx(), p, o);
+                        ASSERT_EQ(plan.key[0].vec, width) << describe(p, o) << ": not the geometry this case is for";
+                        auto x = random_logits(p.shape.elements(), fresh_seed());
+                        x[cols + 4] = kNaN;               // row 1: NaN, away from lane 0
+                        x[2 * cols + cols - 1] = kInf;    // row 2: +inf in the lone slot
+                        Outcome out = run_and_compare(p, x, o);
+                        const Bound b = bound_for(p.dtype, p.log);
+                        EXPECT_TRUE(out.acc.within(b.rel, 0.0))
+                            << describe(p, o) << " (rows of " << cols << ": the last slot is lane 0's alone; row 1 "
+                            << "holds a NaN, row 2 a +inf in that slot): " << out.acc.describe();
+                    }
+                }
     }
 }
 

@@ -79,11 +79,15 @@ DeviceInfo query_info(VkPhysicalDevice pd, uint32_t index) {
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexe{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     const bool pexe_ext = has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    VkPhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR ucf{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_FEATURES_KHR};
+    const bool ucf_ext = has_extension(exts, VK_KHR_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_EXTENSION_NAME);
     feats.pNext = &s16;
     tail = &s16.pNext;
     if (size_control_ext) { *tail = &sgcf; tail = &sgcf.pNext; }
     if (float16_ext) { *tail = &f16; tail = &f16.pNext; }
     if (pexe_ext) { *tail = &pexe; tail = &pexe.pNext; }
+    if (ucf_ext) { *tail = &ucf; tail = &ucf.pNext; }
     vkGetPhysicalDeviceFeatures2(pd, &feats);
 
     const VkPhysicalDeviceLimits& L = props.properties.limits;
@@ -111,6 +115,7 @@ DeviceInfo query_info(VkPhysicalDevice pd, uint32_t index) {
     info.shader_float16 = float16_ext && f16.shaderFloat16;
     info.push_descriptor = has_extension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     info.pipeline_statistics = pexe_ext && pexe.pipelineExecutableInfo;
+    info.subgroup_uniform_control_flow = ucf_ext && ucf.shaderSubgroupUniformControlFlow;
     info.timestamp_period = L.timestampPeriod;
     info.max_storage_buffer_range = L.maxStorageBufferRange;
     info.min_storage_buffer_offset_alignment = L.minStorageBufferOffsetAlignment;
@@ -320,6 +325,7 @@ Context::Context(const ContextOptions& options) {
     int chosen = select_device(infos, options.device);
     physical_ = pds[chosen];
     info_ = infos[chosen];
+    info_.subgroup_uniform_control_flow = info_.subgroup_uniform_control_flow && options.subgroup_uniform_control_flow;
     vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 
     std::vector<const char*> extensions = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
@@ -327,6 +333,8 @@ Context::Context(const ContextOptions& options) {
     if (info_.subgroup_size_control && !v13) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     capture_statistics_ = options.capture_statistics && info_.pipeline_statistics;
     if (capture_statistics_) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    if (info_.subgroup_uniform_control_flow)
+        extensions.push_back(VK_KHR_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_EXTENSION_NAME);
 
     VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
@@ -345,6 +353,13 @@ Context::Context(const ContextOptions& options) {
     if (capture_statistics_) {
         pexe.pipelineExecutableInfo = VK_TRUE;
         *next = &pexe;
+        next = &pexe.pNext;
+    }
+    VkPhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR ucf{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_FEATURES_KHR};
+    if (info_.subgroup_uniform_control_flow) {
+        ucf.shaderSubgroupUniformControlFlow = VK_TRUE;
+        *next = &ucf;
     }
 
     float priority = 1.f;
@@ -421,6 +436,7 @@ Context::Context(const HostDevice& host) : adopted_(true) {
         info_.compute_full_subgroups = false;
         info_.max_workgroup_subgroups = 0;
     }
+    info_.subgroup_uniform_control_flow = info_.subgroup_uniform_control_flow && host.subgroup_uniform_control_flow;
     vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
     device_ = Handle<VkDevice>(host.device, nullptr);  // borrowed
     volkLoadDeviceTable(&vk_, host.device);

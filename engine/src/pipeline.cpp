@@ -50,7 +50,10 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     auto destroy_pl = vk.vkDestroyPipelineLayout;
     layout_ = Handle<VkPipelineLayout>(layout, [dev, destroy_pl](VkPipelineLayout h) { destroy_pl(dev, h, nullptr); });
 
-    SpirvBlob blob = key.copy ? copy_spirv() : softmax_spirv(key.dtype, key.subgroup);
+    const SpirvReduction reduction = !key.subgroup ? SpirvReduction::shared
+                                     : ctx.info().subgroup_uniform_control_flow ? SpirvReduction::subgroup_uniform_control_flow
+                                                                                : SpirvReduction::subgroup;
+    SpirvBlob blob = key.copy ? copy_spirv() : softmax_spirv(key.dtype, reduction);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = blob.count * sizeof(uint32_t);
     mi.pCode = blob.words;

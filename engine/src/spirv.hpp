@@ -13,8 +13,13 @@ struct SpirvBlob {
     size_t count;
 };
 
+enum class SpirvReduction {
+    shared,                         // shared-memory tree
+    subgroup,                       // subgroup arithmetic
+    subgroup_uniform_control_flow,  // the same, with SubgroupUniformControlFlowKHR
+};
 // One module per storage type and reduction kind.
-SpirvBlob softmax_spirv(Dtype dtype, bool subgroup);
+SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction);
 // copy.comp: the benchmark's bandwidth ceiling.
 SpirvBlob copy_spirv();
 

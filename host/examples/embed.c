@@ -78,11 +78,29 @@ int main(void) {
     qci.queueFamilyIndex = family;
     qci.queueCount = 1;
     qci.pQueuePriorities = &prio;
-    const char* exts[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME}; /* what vksoftmax needs */
+    /* What vksoftmax needs, and what it uses where the device offers it:
+     * subgroup uniform control flow (subgroups whole again after a branch). */
+    const char* exts[2] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME, VK_KHR_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_EXTENSION_NAME};
+    VkPhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR ucf = {
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 feats = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &ucf};
+    int ucf_offered = 0;
+    uint32_t next = 0;
+    CHECK(vkEnumerateDeviceExtensionProperties(pd, NULL, &next, NULL));
+    VkExtensionProperties* offered = calloc(next ? next : 1, sizeof *offered);
+    if (!offered) return 1;
+    CHECK(vkEnumerateDeviceExtensionProperties(pd, NULL, &next, offered));
+    for (uint32_t i = 0; i < next; ++i)
+        if (strcmp(offered[i].extensionName, VK_KHR_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_EXTENSION_NAME) == 0)
+            ucf_offered = 1;
+    free(offered);
+    if (ucf_offered) vkGetPhysicalDeviceFeatures2(pd, &feats);
+    ucf_offered = ucf_offered && ucf.shaderSubgroupUniformControlFlow;
     VkDeviceCreateInfo dci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    dci.pNext = ucf_offered ? &feats : NULL;
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
-    dci.enabledExtensionCount = 1;
+    dci.enabledExtensionCount = ucf_offered ? 2 : 1;
     dci.ppEnabledExtensionNames = exts;
     VkDevice dev;
     CHECK(vkCreateDevice(pd, &dci, NULL, &dev));
@@ -97,6 +115,7 @@ int main(void) {
     desc.queue_family = family;
     desc.get_instance_proc_addr = vkGetInstanceProcAddr;
     desc.push_descriptor = 1;
+    desc.subgroup_uniform_control_flow = ucf_offered;
     vksm_context ctx;
     char why[512];
     if (vksm_context_create(&desc, &ctx, why, sizeof why) != VKSM_SUCCESS) {

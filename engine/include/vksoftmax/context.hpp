@@ -38,6 +38,10 @@ struct DeviceInfo {
     VkSubgroupFeatureFlags subgroup_ops = 0;
     bool subgroup_in_compute = false;
     bool subgroup_arithmetic() const;  // basic + arithmetic in compute
+    // shaderSubgroupUniformControlFlow: a subgroup that diverged is whole
+    // again where the control flow merges, before the next reduction. The
+    // shaders rely on it where offered (the core spec does not promise it).
+    bool subgroup_uniform_control_flow = false;
 
     bool storage_16bit = false;  // storageBuffer16BitAccess: fp16 tensors
     bool shader_float16 = false;
@@ -73,6 +77,10 @@ struct ContextOptions {
     // where VK_KHR_pipeline_executable_properties is offered; see
     // Pipeline::statistics(). For tuning: it may slow pipeline creation.
     bool capture_statistics = false;
+    // Enable VK_KHR_shader_subgroup_uniform_control_flow where offered (the
+    // shaders are then promised whole subgroups after a branch). false:
+    // run the modules meant for devices without it, e.g. to check them.
+    bool subgroup_uniform_control_flow = true;
 };
 
 // A host application's own Vulkan objects, for a Context that records into
@@ -88,6 +96,7 @@ struct HostDevice {
     bool push_descriptor = false;         // VK_KHR_push_descriptor: required
     bool storage_buffer_16bit = false;    // storageBuffer16BitAccess: fp16 tensors
     bool subgroup_size_control = false;   // subgroupSizeControl (+ computeFullSubgroups)
+    bool subgroup_uniform_control_flow = false;  // VK_KHR_shader_subgroup_uniform_control_flow: recommended
     // A blob from Context::pipeline_cache_data() of an earlier run, or empty.
     std::vector<uint8_t> pipeline_cache;
 };

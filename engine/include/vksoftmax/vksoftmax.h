@@ -61,6 +61,9 @@ typedef struct vksm_context_desc {
     int push_descriptor;                          /* VK_KHR_push_descriptor: required */
     int storage_buffer_16bit_access;              /* for VKSM_F16 */
     int subgroup_size_control;                    /* subgroupSizeControl and computeFullSubgroups */
+    int subgroup_uniform_control_flow;            /* VK_KHR_shader_subgroup_uniform_control_flow:
+                                                     recommended where offered (subgroups whole
+                                                     again after divergence) */
     /* An earlier vksm_pipeline_cache_data() blob, or NULL / 0. */
     const void* pipeline_cache_data;
     size_t pipeline_cache_size;
