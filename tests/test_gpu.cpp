@@ -46,13 +46,7 @@ void grid(std::initializer_list<uint64_t> cols) {
         for (uint64_t r : {1u, 3u, 64u, 1000u}) {
             if (c * r > kMaxGridElements) continue;
             for (Dtype dt : {Dtype::f32, Dtype::f16})
-                for (bool log : {false, true}) {
-                    Problem p;
-                    p.shape = {r, c, 1};
-                    p.dtype = dt;
-                    p.log = log;
-                    expect_matches(p);
-                }
+                for (bool log : {false, true}) expect_matches(rows_of(r, c, dt, log));
         }
 }
 
@@ -109,9 +103,7 @@ TEST_F(Gpu, ForcedPathsAndReductions) {
                 if ((path == Path::subgroup_row || red == Reduction::subgroup) && !sg) continue;
                 if (path == Path::subgroup_row && red == Reduction::shared) continue;
                 for (bool log : {false, true}) {
-                    Problem p;
-                    p.shape = {cols > 4097 ? 2u : 7u, cols, 1};
-                    p.log = log;
+                    const Problem p = rows_of(cols > 4097 ? 2u : 7u, cols, Dtype::f32, log);
                     PlanOptions o;
                     o.path = path;
                     o.reduction = red;
