@@ -5,6 +5,7 @@
 //         tile is read once into registers and written once; a longer one
 //         (possible when the subgroup the driver gives is smaller than
 //         planned) is folded tile by tile into (m, d) and then re-read.
+// KIND 4: a subgroup holds VPT rows of at most 4 x its size, one per slot.
 // KIND 1/2: the two dispatches of the split path; see main().
 #ifdef SUBGROUP_UNIFORM_CONTROL_FLOW
 // Vulkan alone does not promise that a subgroup which diverged in an if is
@@ -21,6 +22,21 @@
 
 vec4 v[VPT];
 
+// Slot j of the tile at tile_begin, for 1- and 4-wide accesses; missing
+// elements read as -inf.
+vec4 load_slot(uint base, uint stride, uint tile_begin, uint j, uint end, uint G, uint lane) {
+    if (VEC == 4u) {
+        uint i = tile_begin + 4u * (j * G + lane);
+        return i < end ? load4((base + i) >> 2) : vec4(neg_inf());
+    }
+    vec4 o;
+    for (uint c = 0u; c < 4u; ++c) {
+        uint i = tile_begin + (j * 4u + c) * G + lane;
+        o[c] = i < end ? float(x_s[base + i * stride]) : neg_inf();
+    }
+    return o;
+}
+
 // Loads tile [tile_begin, end) of the row at `base` into the slots;
 // missing elements read as -inf, which every later step treats as
 // contributing nothing.
@@ -34,32 +50,23 @@ void load_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint l
             v[j] = a;
             v[j + 1u] = b;
         }
-    } else if (VEC == 4u) {
-        for (uint j = 0u; j < VPT; ++j) {
-            uint i = tile_begin + 4u * (j * G + lane);
-            v[j] = i < end ? load4((base + i) >> 2) : vec4(neg_inf());
-        }
     } else {
-        for (uint j = 0u; j < VPT; ++j)
-            for (uint c = 0u; c < 4u; ++c) {
-                uint i = tile_begin + (j * 4u + c) * G + lane;
-                v[j][c] = i < end ? float(x_s[base + i * stride]) : neg_inf();
-            }
+        for (uint j = 0u; j < VPT; ++j) v[j] = load_slot(base, stride, tile_begin, j, end, G, lane);
     }
 }
 
-// This lane's max over the finite elements of its slots, and flags:
+// This lane's max over the finite elements of slots [j0, j1), and flags:
 // three instructions per element instead of a classification (the fp16 row
 // shapes are bound by per-element work: bench/NOTES.md). The float
 // max is exact for finite and -inf elements; NaN and +inf (poison) are
 // told by two integer maxima of the bits (+inf and positive NaNs are the
 // largest signed patterns, negative NaNs the unsigned ones above -inf), so
 // the max's value does not matter when there is one.
-Stat lane_max() {
+Stat lane_max(uint j0, uint j1) {
     float m = neg_inf();
     uint hu = 0u;
     int hi = -2147483647 - 1;
-    for (uint j = 0u; j < VPT; ++j)
+    for (uint j = j0; j < j1; ++j)
         for (uint c = 0u; c < 4u; ++c) {
             float x = v[j][c];
             m = max(m, x);
@@ -74,7 +81,7 @@ Stat lane_max() {
 
 // This lane's statistic of the tile held in its slots.
 Stat tile_stat() {
-    Stat s = lane_max();
+    Stat s = lane_max(0u, VPT);
     for (uint j = 0u; j < VPT; ++j)
         for (uint c = 0u; c < 4u; ++c) s.d += element_exp(v[j][c] - s.m);
     return s;
@@ -110,12 +117,29 @@ vec4 slot_output(uint j, Stat s, bool exps, float inv_d, float log_d, bool bad) 
     return o;
 }
 
+// Writes slot j given its row's statistic, at the place of slot p of the
+// tile at tile_begin (1- and 4-wide accesses). A 4-wide output is computed
+// only where it is stored: computing outputs first made no fp32 row faster,
+// and gave NaN rows in some geometries on NVIDIA 580.159.04 (bench/NOTES.md).
+void write_slot(uint base, uint stride, uint tile_begin, uint p, uint end, uint G, uint lane, uint j, Stat s,
+                bool exps, float inv_d, float log_d, bool bad) {
+    if (VEC == 4u) {
+        uint i = tile_begin + 4u * (p * G + lane);
+        if (i < end) store4((base + i) >> 2, slot_output(j, s, exps, inv_d, log_d, bad));
+        return;
+    }
+    vec4 o = slot_output(j, s, exps, inv_d, log_d, bad);
+    for (uint c = 0u; c < 4u; ++c) {
+        uint i = tile_begin + (p * 4u + c) * G + lane;
+        if (i < end) y_s[base + i * stride] = ELEM(o[c]);
+    }
+}
+
 // Writes the tile held in the slots given the row's statistic. With 16-byte
 // fp16 accesses every output is computed (into the slots) before the first
 // store: computing each store's outputs just before it made those rows
-// 1.6-2.5x slower on NVIDIA. Narrower accesses keep the interleaved form:
-// fp32 gained nothing from the other, and with it some 1- and 4-wide
-// geometries gave NaN rows on NVIDIA 580.159.04 (bench/NOTES.md).
+// 1.6-2.5x slower on NVIDIA. Narrower accesses keep the interleaved form
+// (write_slot).
 void write_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint lane, Stat s, bool exps) {
     bool bad = (s.f & F_POISON) != 0u || (s.f & F_FINITE) == 0u;
     float inv_d = 1.0 / s.d;
@@ -126,19 +150,8 @@ void write_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint 
             uint i = tile_begin + 8u * ((j >> 1) * G + lane);
             if (i < end) store8((base + i) >> 3, v[j], v[j + 1u]);
         }
-    } else if (VEC == 4u) {
-        for (uint j = 0u; j < VPT; ++j) {
-            uint i = tile_begin + 4u * (j * G + lane);
-            if (i < end) store4((base + i) >> 2, slot_output(j, s, exps, inv_d, log_d, bad));
-        }
     } else {
-        for (uint j = 0u; j < VPT; ++j) {
-            vec4 o = slot_output(j, s, exps, inv_d, log_d, bad);
-            for (uint c = 0u; c < 4u; ++c) {
-                uint i = tile_begin + (j * 4u + c) * G + lane;
-                if (i < end) y_s[base + i * stride] = ELEM(o[c]);
-            }
-        }
+        for (uint j = 0u; j < VPT; ++j) write_slot(base, stride, tile_begin, j, end, G, lane, j, s, exps, inv_d, log_d, bad);
     }
 }
 
@@ -171,6 +184,38 @@ uint row_base(uint r) {
     return o * pc.axis * pc.inner + (r - o * pc.inner);
 }
 
+// KIND 4: rows r0 .. r0 + VPT - 1, row r0 + j in slot j (at the place a
+// row's first slot has), so that a subgroup has the loads of VPT rows in
+// flight before its first reduction, and their reductions interleave:
+// rows of one vec4 per lane leave too few bytes in flight otherwise
+// (bench/NOTES.md, v5). A slot past the last row re-reads the last row and
+// stores nothing, so that every lane keeps taking part in the reductions.
+void slot_rows(uint r0, uint G, uint lane) {
+    uint base[VPT];
+    for (uint j = 0u; j < VPT; ++j) {
+        base[j] = row_base(min(r0 + j, pc.rows - 1u));
+        v[j] = load_slot(base[j], pc.inner, 0u, 0u, pc.axis, G, lane);
+    }
+    Stat s[VPT];
+    for (uint j = 0u; j < VPT; ++j) {
+        s[j] = lane_max(j, j + 1u);
+        group_max_or(s[j].m, s[j].f);
+    }
+    for (uint j = 0u; j < VPT; ++j) {
+        float d = 0.0;
+        for (uint c = 0u; c < 4u; ++c) {
+            float e = element_exp(v[j][c] - s[j].m);
+            d += e;
+            if (!LOG) v[j][c] = e;
+        }
+        s[j].d = group_add(d);
+    }
+    for (uint j = 0u; j < VPT && r0 + j < pc.rows; ++j) {
+        bool bad = (s[j].f & F_POISON) != 0u || (s[j].f & F_FINITE) == 0u;
+        write_slot(base[j], pc.inner, 0u, 0u, pc.axis, G, lane, j, s[j], !LOG, 1.0 / s[j].d, log(s[j].d), bad);
+    }
+}
+
 void main() MAIN_ATTRIBUTES {
     uint G = group_size(), lane = group_lane();
     uint tile = 4u * VPT * G;
@@ -181,14 +226,21 @@ void main() MAIN_ATTRIBUTES {
     uint first = gl_WorkGroupID.x * gpw + group_index();
     uint step = gl_NumWorkGroups.x * gpw;
 
-    if (KIND == 0u || KIND == 3u) {
+    // KIND 4 needs rows within a slot of the real subgroup; with a smaller
+    // one than planned (a driver that cannot pin the size) it takes KIND 0's
+    // tile-by-tile form.
+    if (KIND == 4u && pc.axis <= 4u * G) {
+        for (uint r0 = first * VPT; r0 < pc.rows; r0 += step * VPT) slot_rows(r0, G, lane);
+        return;
+    }
+    if (KIND == 0u || KIND == 3u || KIND == 4u) {
         for (uint r = first; r < pc.rows; r += step) {
             uint base = row_base(r);
             // KIND 0 keeps the tile-by-tile form too, for a subgroup smaller
             // than planned (a driver that cannot pin the size).
             if (KIND == 0u && pc.axis <= tile) {
                 load_tile(base, pc.inner, 0u, pc.axis, G, lane);
-                Stat s = lane_max();
+                Stat s = lane_max(0u, VPT);
                 float m = s.m;
                 uint f = s.f;
                 group_max_or(m, f);

@@ -31,7 +31,8 @@ layout(constant_id = 5) const bool ACCURATE = false;
 // 0: a group owns a row; 3: the same for rows the plan knows are longer
 // than a tile (only the tile-by-tile form is compiled); 1: split pass 1
 // (chunk statistics); 2: split pass 2 (merge the row's statistics, write
-// the chunk).
+// the chunk); 4: a subgroup holds VPT rows of at most 4 x its size, one in
+// each slot (SUBGROUP_ROWS).
 layout(constant_id = 6) const uint KIND = 0;
 
 #ifdef STORAGE_F16

@@ -121,7 +121,7 @@ TEST_F(Gpu, EveryRowGeometry) {
     const bool sg = ctx().info().subgroup_arithmetic();
     for (Path path : {Path::subgroup_row, Path::workgroup_row, Path::split}) {
         if (path == Path::subgroup_row && !sg) continue;
-        for (uint32_t vpt = 1; vpt <= 8; ++vpt)
+        for (uint32_t vpt = 1; vpt <= 16; ++vpt)  // the plan's most is 16
             for (Dtype dt : {Dtype::f32, Dtype::f16})
                 for (uint64_t cols : {1000u, 4096u, 40000u})
                     for (bool log : {false, true}) {
@@ -143,7 +143,7 @@ TEST_F(Gpu, LastSlotHeldByOneLane) {
         if (path == Path::subgroup_row && !d.subgroup_arithmetic()) continue;
         const uint32_t wg = std::min(256u, d.max_workgroup_invocations);
         const uint64_t G = path == Path::subgroup_row ? d.subgroup_size : wg;  // lanes on a row
-        for (uint32_t vpt : {2u, 5u, 8u})
+        for (uint32_t vpt : {2u, 5u, 8u, 13u, 16u})
             for (Dtype dt : {Dtype::f32, Dtype::f16})
                 for (uint32_t width : {1u, 4u, 8u}) {
                     if (width == 8 && (dt != Dtype::f16 || vpt % 2)) continue;
@@ -151,6 +151,8 @@ TEST_F(Gpu, LastSlotHeldByOneLane) {
                     const uint64_t cols = width == 1 ? (4ull * vpt - 1) * G + 1
                                           : width == 4 ? 4ull * (vpt - 1) * G + 4
                                                        : 8ull * (vpt / 2 - 1) * G + 8;
+                    // Rows of 8 fit a slot: the plan holds them one per slot (SlotRows).
+                    if (path == Path::subgroup_row && cols <= 4 * G) continue;
                     for (bool log : {false, true}) {
                         const Problem p = rows_of(3, cols, dt, log);
                         const PlanOptions o = forced(path, vpt, path == Path::workgroup_row ? wg : 0);
@@ -169,8 +171,44 @@ TEST_F(Gpu, LastSlotHeldByOneLane) {
     }
 }
 
+// Short rows held one per slot (KIND 4), several to a subgroup, their
+// reductions interleaved: a row's NaN, +inf or lack of finite elements must
+// not reach the rows beside it, and the slots past the last row (the grid's
+// tail) must store nothing (the output is poisoned before each run).
+TEST_F(Gpu, SlotRows) {
+    const DeviceInfo& d = ctx().info();
+    if (!d.subgroup_arithmetic()) GTEST_SKIP() << "no subgroup arithmetic on " << d.name;
+    const uint64_t G = d.subgroup_size;
+    const Plan chosen = make_plan(ctx(), rows_of(1000, 4 * G, Dtype::f32, false));
+    EXPECT_EQ(chosen.key[0].kind, 4u) << "rows of 4 x subgroup size (" << 4 * G << ") are not planned one per slot";
+    EXPECT_GT(chosen.key[0].vpt, 1u) << "one row per subgroup: nothing in flight beside it";
+    for (uint64_t cols : {uint64_t{4}, 4 * G - 4, 4 * G})
+        for (uint32_t vpt : {1u, 2u, 3u, 5u})
+            for (Dtype dt : {Dtype::f32, Dtype::f16})
+                for (bool log : {false, true}) {
+                    const PlanOptions o = forced(Path::subgroup_row, vpt);
+                    const uint32_t per_wg = make_plan(ctx(), rows_of(1, cols, dt, log), o).rows_per_workgroup;
+                    const Problem p = rows_of(2ull * per_wg + vpt + 1, cols, dt, log);
+                    const Plan plan = make_plan(ctx(), p, o);
+                    ASSERT_EQ(plan.key[0].kind, 4u) << describe(p, o) << ": not one row per slot";
+                    ASSERT_EQ(plan.key[0].vec, 4u) << describe(p, o) << ": a slot row is one 4-wide access per lane";
+                    auto x = random_logits(p.shape.elements(), fresh_seed());
+                    x[1 * cols + cols / 2] = kNaN;                                // row 1: a NaN
+                    x[2 * cols + cols - 1] = kInf;                                // row 2: +inf, last
+                    for (uint64_t i = 0; i < cols; ++i) x[3 * cols + i] = -kInf;  // row 3: no finite element
+                    for (uint64_t i = 1; i < cols; ++i) x[4 * cols + i] = -kInf;  // row 4: one finite element
+                    Outcome out = run_and_compare(p, x, o);
+                    const Bound b = bound_for(p.dtype, p.log);
+                    EXPECT_TRUE(out.acc.within(b.rel, 0.0))
+                        << describe(p, o) << " (" << p.shape.rows() << " rows, " << plan.rows_per_workgroup
+                        << " per workgroup; row 1 holds a NaN, row 2 a +inf, row 3 only -inf, row 4 one finite "
+                        << "element): " << out.acc.describe();
+                }
+}
+
 // The access width the plan picks: 16 bytes wherever rows allow it, and
-// never 8-element fp16 accesses with an odd slot count (they fill slot pairs).
+// never 8-element fp16 accesses with an odd slot count (they fill slot pairs;
+// the plan rounds its own counts up to even for them: 12888).
 TEST_F(Gpu, PlanPicksAccessWidth) {
     struct Want {
         Dtype dt;
@@ -179,7 +217,8 @@ TEST_F(Gpu, PlanPicksAccessWidth) {
         uint32_t vec;
     };
     for (const Want& w : {Want{Dtype::f32, 4096, 1, 0, 4}, Want{Dtype::f16, 4096, 1, 0, 8}, Want{Dtype::f16, 4100, 1, 0, 4},
-                          Want{Dtype::f16, 4096, 1, 3, 4}, Want{Dtype::f32, 4097, 1, 0, 1}, Want{Dtype::f16, 4096, 3, 0, 1}}) {
+                          Want{Dtype::f16, 4096, 1, 3, 4}, Want{Dtype::f32, 4097, 1, 0, 1}, Want{Dtype::f16, 4096, 3, 0, 1},
+                          Want{Dtype::f16, 12888, 1, 0, 8}}) {
         Problem p;
         p.shape = {2, w.cols, w.inner};
         p.dtype = w.dt;

@@ -17,13 +17,24 @@ uint32_t floor_pow2(uint32_t x) {
     return p;
 }
 
-// Measured on an H200 (bench/NOTES.md): holding a row in 8 vec4 slots per
-// invocation beats spreading it over more invocations, because every
-// cross-subgroup step costs barriers; a subgroup owns rows up to
-// 32 x subgroup size (1024 floats at 32) and needs no barrier at all.
-constexpr uint32_t kMaxVpt = 8;             // vec4 slots per invocation: 32 floats in registers
+// Measured on an H200 (bench/NOTES.md): holding a row in more vec4 slots
+// per invocation beats spreading it over more invocations, because every
+// cross-subgroup step costs barriers (f32 1280x12888: 256 x 13 slots
+// 35.9 us, 512 x 7 37.7), down to workgroups of 4 subgroups (f16
+// 20480x4096: 128 x 8 83.8 us, 64 x 16 85.6). A workgroup holds rows up to
+// 32 floats per invocation of its largest size (32768 at 1024: half an
+// NVIDIA SM's register file); a subgroup owns rows up to 32 x subgroup
+// size (1024 floats at 32) and needs no barrier at all.
+constexpr uint32_t kMaxVpt = 16;            // vec4 slots per invocation: 64 floats in registers
+constexpr uint32_t kRowVptAtMaxWorkgroup = 8;  // workgroup rows up to 4 * 8 * largest workgroup
+constexpr uint32_t kMinRowSubgroups = 4;    // subgroups on a workgroup row, at least
 constexpr uint32_t kSubgroupRowVpt = 8;     // a subgroup holds rows up to 32 * subgroup size
 constexpr uint32_t kRowsWorkgroupShort = 256;  // subgroup rows of one vec4 slot: more rows per workgroup
+// Rows of at most 4 x subgroup size, 4-wide: rows held per subgroup, one per
+// slot, so that their loads are in flight together (PyTorch's warp softmax
+// holds two such rows per warp too). Scalar rows (4 loads per slot) stay one
+// per subgroup: f16 20480x77 took 7.16 us with two, 6.91 with one.
+constexpr uint32_t kSlotRows = 2;
 constexpr uint32_t kRowsWorkgroup = 128;
 constexpr uint32_t kSplitWorkgroup = 256;
 constexpr uint32_t kSplitVpt = 4;
@@ -98,6 +109,15 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
         if (s.inner != 1 || s.axis % 4 != 0) return 1;
         return problem.dtype == Dtype::f16 && s.axis % 8 == 0 && vpt % 2 == 0 ? 8 : 4;
     };
+    // `want` slots per invocation (at most `most`), rounded up to even where
+    // the row could take 16-byte fp16 accesses, which an odd count would halve
+    // (f16 1280x12888: 256 x 14 slots 23.5 us, 256 x 13 26.4); a single slot
+    // is left alone: rounding it up would idle half the lanes.
+    auto slots_for = [&](uint64_t want, uint32_t most) -> uint32_t {
+        uint32_t vpt = static_cast<uint32_t>(std::clamp<uint64_t>(want, 1, most));
+        const bool wide_f16 = problem.dtype == Dtype::f16 && s.inner == 1 && s.axis % 8 == 0;
+        return wide_f16 && vpt > 1 && vpt % 2 != 0 ? std::min(vpt + 1, most & ~1u) : vpt;
+    };
 
     Path path;
     if (options.path) {
@@ -106,7 +126,7 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
             throw Error(ErrorKind::unsupported, "the subgroup-row path needs subgroup arithmetic");
     } else if (use_sg && s.axis <= 4ull * kSubgroupRowVpt * sg) {
         path = Path::subgroup_row;
-    } else if (s.axis <= 4ull * kMaxVpt * max_wg) {
+    } else if (s.axis <= 4ull * kRowVptAtMaxWorkgroup * max_wg) {
         path = Path::workgroup_row;
     } else {
         path = Path::split;
@@ -123,6 +143,8 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
     const uint64_t rows = s.rows();
     uint64_t items = rows;
     uint32_t chunks = 1, chunk = 0;
+    // Short 4-wide rows, one per slot (KIND 4): VPT counts rows, not slots of one.
+    const bool slot_rows = path == Path::subgroup_row && s.axis <= 4ull * sg && s.inner == 1 && s.axis % 4 == 0;
     switch (path) {
         case Path::subgroup_row: {
             // Pin the planned size where the device lets us, so that a row
@@ -133,17 +155,17 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
                 wg_cap = cap_for(sg);
             }
             key.subgroup_rows = true;
-            key.vpt = static_cast<uint32_t>(std::clamp<uint64_t>(div_up(s.axis, 4ull * sg), 1, kSubgroupRowVpt));
+            key.vpt = slot_rows ? kSlotRows : slots_for(div_up(s.axis, 4ull * sg), kSubgroupRowVpt);
             key.workgroup_size = std::min(wg_cap, std::max(sg, key.vpt == 1 ? kRowsWorkgroupShort : kRowsWorkgroup));
-            plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg);
+            plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg) * (slot_rows ? key.vpt : 1u);
             items = div_up(rows, plan.rows_per_workgroup);
             break;
         }
         case Path::workgroup_row: {
-            uint32_t wg = min_wg;
+            uint32_t wg = std::max(min_wg, std::min(max_wg, kMinRowSubgroups * sg));
             while (wg < max_wg && 4ull * kMaxVpt * wg < s.axis) wg *= 2;
             key.workgroup_size = wg;
-            key.vpt = static_cast<uint32_t>(std::clamp<uint64_t>(div_up(s.axis, 4ull * wg), 1, kMaxVpt));
+            key.vpt = slots_for(div_up(s.axis, 4ull * wg), kMaxVpt);
             break;
         }
         case Path::split: {
@@ -174,7 +196,7 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
         }
         if (options.vpt) key.vpt = options.vpt;
         if (key.subgroup_rows) {
-            plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg);
+            plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg) * (slot_rows ? key.vpt : 1u);
             items = div_up(rows, plan.rows_per_workgroup);
         }
         if (path == Path::split) {
@@ -185,7 +207,8 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
             plan.workspace_bytes = items * 16;
         }
     }
-    key.vec = vec_for(key.vpt);
+    // A slot row is one slot wide: no 16-byte pairs.
+    key.vec = slot_rows ? std::min(vec_for(key.vpt), 4u) : vec_for(key.vpt);
     plan.groups = static_cast<uint32_t>(std::min<uint64_t>(items, d.max_workgroup_count[0]));
     plan.push = PushConstants{static_cast<uint32_t>(rows), static_cast<uint32_t>(s.axis), static_cast<uint32_t>(s.inner),
                               chunks, chunk, inv_t};
@@ -196,10 +219,10 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
     // 580.159.04 the variant holding both forms gave NaN rows for some slot
     // counts (bench/NOTES.md).
     const uint64_t planned_tile = 4ull * key.vpt * (key.subgroup_rows ? sg : key.workgroup_size);
-    const bool long_rows = path != Path::split && s.axis > planned_tile;
+    const bool long_rows = path != Path::split && !slot_rows && s.axis > planned_tile;
     for (uint32_t p = 0; p < plan.passes; ++p) {
         plan.key[p] = key;
-        plan.key[p].kind = path == Path::split ? p + 1 : (long_rows ? 3 : 0);
+        plan.key[p].kind = path == Path::split ? p + 1 : slot_rows ? 4 : long_rows ? 3 : 0;
         plan.pipeline[p] = &ctx.pipeline(plan.key[p]);
     }
     return plan;

@@ -21,12 +21,13 @@ struct PipelineKey {
     Dtype dtype = Dtype::f32;
     bool subgroup = true;  // subgroup arithmetic (else shared-memory tree)
     uint32_t workgroup_size = 256;
-    uint32_t vpt = 1;  // vec4 slots per invocation
+    uint32_t vpt = 1;  // vec4 slots per invocation (kind 4: one row in each)
     uint32_t vec = 1;  // elements per memory access: 1, 4, or 8 (fp16, 16 bytes)
     bool log = false;
     bool subgroup_rows = false;
     bool accurate = false;
-    // 0 row, 3 row longer than the planned tile, 1/2 split pass 1/2
+    // 0 row, 3 row longer than the planned tile, 1/2 split pass 1/2,
+    // 4 short rows, one per slot
     uint32_t kind = 0;
     uint32_t required_subgroup_size = 0;  // 0: the driver's choice
 
