@@ -236,7 +236,7 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--sigma", a->sigma, "Standard deviation of the random logits (default 4, as the peers)");
     sub->add_flag("--stats", a->stats, "Print the driver's pipeline statistics (registers, spills), where offered");
     sub->add_option("--wg", a->wg, "Tuning: force the workgroup size (power of two)");
-    sub->add_option("--vpt", a->vpt, "Tuning: force the vec4 slots per invocation");
+    sub->add_option("--vpt", a->vpt, "Tuning: force the vec4 slots per invocation (rows per subgroup for rows held one per slot)");
     sub->add_option("--chunk", a->chunk, "Tuning: split path elements per chunk (rounded up to a tile)");
     sub->add_flag("--fresh-buffers", a->fresh_buffers,
                   "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");

@@ -117,6 +117,15 @@ TEST(Cpu, ShapeForAxis) {
     EXPECT_THROW(shape_for_axis({2, 3, 4}, -4), Error);
 }
 
+// Rows of (outer 2, axis 3, inner 4): row r = o * 4 + k starts at o * 12 + k.
+TEST(Cpu, RowStart) {
+    const Shape s{2, 3, 4};
+    ASSERT_EQ(s.rows(), 8u);
+    const uint64_t want[8] = {0, 1, 2, 3, 12, 13, 14, 15};
+    for (uint64_t r = 0; r < 8; ++r) EXPECT_EQ(s.row_start(r), want[r]) << "row " << r;
+    EXPECT_EQ((Shape{5, 7, 1}.row_start(4)), 28u) << "contiguous rows are axis apart";
+}
+
 TEST(Cpu, Float32AndFloat16Entries) {
     Problem p;
     p.shape = {1, 2, 1};

@@ -52,34 +52,34 @@ void round_to(Dtype dtype, std::vector<double>& values) {
 Accuracy compare(const Problem& problem, const std::vector<double>& got, const std::vector<double>& ref, double floor) {
     Accuracy a;
     const Shape& s = problem.shape;
-    for (uint64_t o = 0; o < s.outer; ++o)
-        for (uint64_t k = 0; k < s.inner; ++k) {
-            double sum = 0;
-            bool finite_row = true;
-            for (uint64_t i = 0; i < s.axis; ++i) {
-                const uint64_t at = o * s.axis * s.inner + i * s.inner + k;
-                const double g = got[at], r = ref[at];
-                if (!std::isfinite(r) || !std::isfinite(g)) {
-                    finite_row = false;
-                    const bool same = (std::isnan(r) && std::isnan(g)) || (std::isinf(r) && g == r);
-                    if (!same) ++a.nonfinite_mismatches;
-                    continue;
-                }
-                sum += problem.log ? std::exp(g) : g;
-                const double err = std::fabs(g - r);
-                const double rel = err / std::max(std::fabs(r), floor);
-                a.max_abs = std::max(a.max_abs, err);
-                if (rel > a.max_rel) {
-                    a.max_rel = rel;
-                    a.worst_index = at;
-                    a.worst_got = g;
-                    a.worst_ref = r;
-                }
+    for (uint64_t row = 0; row < s.rows(); ++row) {
+        const uint64_t base = s.row_start(row);
+        double sum = 0;
+        bool finite_row = true;
+        for (uint64_t i = 0; i < s.axis; ++i) {
+            const uint64_t at = base + i * s.inner;
+            const double g = got[at], r = ref[at];
+            if (!std::isfinite(r) || !std::isfinite(g)) {
+                finite_row = false;
+                const bool same = (std::isnan(r) && std::isnan(g)) || (std::isinf(r) && g == r);
+                if (!same) ++a.nonfinite_mismatches;
+                continue;
             }
-            // log-softmax rows with -inf elements still sum to 1 in exp space.
-            if (s.axis > 0 && (finite_row || !std::isnan(ref[o * s.axis * s.inner + k])))
-                a.max_row_sum_error = std::max(a.max_row_sum_error, std::fabs(sum - 1.0));
+            sum += problem.log ? std::exp(g) : g;
+            const double err = std::fabs(g - r);
+            const double rel = err / std::max(std::fabs(r), floor);
+            a.max_abs = std::max(a.max_abs, err);
+            if (rel > a.max_rel) {
+                a.max_rel = rel;
+                a.worst_index = at;
+                a.worst_got = g;
+                a.worst_ref = r;
+            }
         }
+        // log-softmax rows with -inf elements still sum to 1 in exp space.
+        if (s.axis > 0 && (finite_row || !std::isnan(ref[base])))
+            a.max_row_sum_error = std::max(a.max_row_sum_error, std::fabs(sum - 1.0));
+    }
     return a;
 }
 

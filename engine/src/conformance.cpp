@@ -191,37 +191,37 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     r.rel_bound = bound.rel;
     const double floor = bound.floor;
     const Shape& s = c.shape;
-    for (uint64_t o = 0; o < s.outer; ++o)
-        for (uint64_t k = 0; k < s.inner; ++k) {
-            double sum = 0;
-            bool nan_row = false;
-            for (uint64_t i = 0; i < s.axis; ++i) {
-                const uint64_t at = o * s.axis * s.inner + i * s.inner + k;
-                const double g = got[at], want = ref[at];
-                if (std::isnan(want) || std::isinf(want) || want == 0.0) {
-                    // Exact: NaN rows, -inf (log) and 0 (softmax of -inf).
-                    const bool same = std::isnan(want) ? std::isnan(g) : g == want;
-                    if (!same && (std::isnan(want) || std::isinf(want) || std::isinf(xd[at]))) {
-                        if (r.nan_pattern_ok)
-                            r.note = "element " + std::to_string(at) + ": got " + std::to_string(g) + ", want " +
-                                     std::to_string(want);
-                        r.nan_pattern_ok = false;
-                    }
-                    nan_row = nan_row || std::isnan(want);
-                    if (std::isnan(want) || std::isinf(want)) continue;
-                }
-                if (!std::isfinite(g)) {
-                    if (r.nan_pattern_ok) r.note = "element " + std::to_string(at) + " is not finite";
+    for (uint64_t row = 0; row < s.rows(); ++row) {
+        const uint64_t base = s.row_start(row);
+        double sum = 0;
+        bool nan_row = false;
+        for (uint64_t i = 0; i < s.axis; ++i) {
+            const uint64_t at = base + i * s.inner;
+            const double g = got[at], want = ref[at];
+            if (std::isnan(want) || std::isinf(want) || want == 0.0) {
+                // Exact: NaN rows, -inf (log) and 0 (softmax of -inf).
+                const bool same = std::isnan(want) ? std::isnan(g) : g == want;
+                if (!same && (std::isnan(want) || std::isinf(want) || std::isinf(xd[at]))) {
+                    if (r.nan_pattern_ok)
+                        r.note = "element " + std::to_string(at) + ": got " + std::to_string(g) + ", want " +
+                                 std::to_string(want);
                     r.nan_pattern_ok = false;
-                    continue;
                 }
-                sum += c.log ? std::exp(g) : g;
-                const double rel = std::fabs(g - want) / std::max(std::fabs(want), floor);
-                r.max_rel = std::max(r.max_rel, rel);
-                if (std::fabs(want) >= floor) r.max_ulp = std::max(r.max_ulp, ulp_distance(g, want, c.dtype));
+                nan_row = nan_row || std::isnan(want);
+                if (std::isnan(want) || std::isinf(want)) continue;
             }
-            if (!nan_row && s.axis > 0) r.worst_row_sum = std::max(r.worst_row_sum, std::fabs(sum - 1.0));
+            if (!std::isfinite(g)) {
+                if (r.nan_pattern_ok) r.note = "element " + std::to_string(at) + " is not finite";
+                r.nan_pattern_ok = false;
+                continue;
+            }
+            sum += c.log ? std::exp(g) : g;
+            const double rel = std::fabs(g - want) / std::max(std::fabs(want), floor);
+            r.max_rel = std::max(r.max_rel, rel);
+            if (std::fabs(want) >= floor) r.max_ulp = std::max(r.max_ulp, ulp_distance(g, want, c.dtype));
         }
+        if (!nan_row && s.axis > 0) r.worst_row_sum = std::max(r.worst_row_sum, std::fabs(sum - 1.0));
+    }
     // A row of L outputs, each within the bound, sums to 1 within it too
     // (plus the output type's rounding of each, which the bound covers).
     const double sum_bound = f32 ? r.rel_bound : 2 * r.rel_bound;

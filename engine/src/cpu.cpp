@@ -52,15 +52,14 @@ void run(const Problem& p, Load load, Store store) {
     check_problem(p);
     const Shape& s = p.shape;
     std::vector<double> buf(s.axis);
-    for (uint64_t o = 0; o < s.outer; ++o)
-        for (uint64_t k = 0; k < s.inner; ++k) {
-            const uint64_t base = o * s.axis * s.inner + k;
-            // Gather first, so that out may alias in.
-            for (uint64_t i = 0; i < s.axis; ++i) buf[i] = load(base + i * s.inner);
-            row(
-                s.axis, p.temperature, p.log, [&](uint64_t i) { return buf[i]; },
-                [&](uint64_t i, double v) { store(base + i * s.inner, v); });
-        }
+    for (uint64_t r = 0; r < s.rows(); ++r) {
+        const uint64_t base = s.row_start(r);
+        // Gather first, so that out may alias in.
+        for (uint64_t i = 0; i < s.axis; ++i) buf[i] = load(base + i * s.inner);
+        row(
+            s.axis, p.temperature, p.log, [&](uint64_t i) { return buf[i]; },
+            [&](uint64_t i, double v) { store(base + i * s.inner, v); });
+    }
 }
 
 }  // namespace

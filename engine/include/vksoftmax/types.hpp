@@ -20,6 +20,8 @@ struct Shape {
     uint64_t outer = 1, axis = 1, inner = 1;
     uint64_t rows() const { return outer * inner; }
     uint64_t elements() const { return outer * axis * inner; }
+    // Index of row r's first element; its elements are `inner` apart.
+    uint64_t row_start(uint64_t r) const { return r / inner * axis * inner + r % inner; }
 };
 
 // The (outer, axis, inner) view of `dims` for softmax along `axis`, which
