@@ -115,7 +115,7 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
     // is left alone: rounding it up would idle half the lanes.
     auto slots_for = [&](uint64_t want, uint32_t most) -> uint32_t {
         uint32_t vpt = static_cast<uint32_t>(std::clamp<uint64_t>(want, 1, most));
-        const bool wide_f16 = problem.dtype == Dtype::f16 && s.inner == 1 && s.axis % 8 == 0;
+        const bool wide_f16 = vec_for(2) == 8;
         return wide_f16 && vpt > 1 && vpt % 2 != 0 ? std::min(vpt + 1, most & ~1u) : vpt;
     };
 
@@ -144,7 +144,7 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
     uint64_t items = rows;
     uint32_t chunks = 1, chunk = 0;
     // Short 4-wide rows, one per slot (KIND 4): VPT counts rows, not slots of one.
-    const bool slot_rows = path == Path::subgroup_row && s.axis <= 4ull * sg && s.inner == 1 && s.axis % 4 == 0;
+    const bool slot_rows = path == Path::subgroup_row && s.axis <= 4ull * sg && vec_for(1) == 4;
     switch (path) {
         case Path::subgroup_row: {
             // Pin the planned size where the device lets us, so that a row
@@ -207,8 +207,8 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
             plan.workspace_bytes = items * 16;
         }
     }
-    // A slot row is one slot wide: no 16-byte pairs.
-    key.vec = slot_rows ? std::min(vec_for(key.vpt), 4u) : vec_for(key.vpt);
+    // A slot row is one slot wide: 4-wide, never a 16-byte pair.
+    key.vec = slot_rows ? 4u : vec_for(key.vpt);
     plan.groups = static_cast<uint32_t>(std::min<uint64_t>(items, d.max_workgroup_count[0]));
     plan.push = PushConstants{static_cast<uint32_t>(rows), static_cast<uint32_t>(s.axis), static_cast<uint32_t>(s.inner),
                               chunks, chunk, inv_t};
