@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "npy.hpp"
-#include "vksoftmax/accuracy.hpp"
 #include "output_file.hpp"
+#include "vksoftmax/accuracy.hpp"
 #include "vksoftmax/cpu.hpp"
 
 namespace vksoftmax::cli {

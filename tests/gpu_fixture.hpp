@@ -14,10 +14,6 @@ namespace vkstest {
 
 using namespace vksoftmax;
 
-// The accuracy the core issue promises: accuracy_bound() (fp32 1e-5
-// relative, fp16 2e-3, each judged absolutely below its floor).
-inline Bound bound_for(Dtype dtype, bool log) { return accuracy_bound(dtype, log); }
-
 class Gpu : public ::testing::Test {
 public:
     static void SetUpTestSuite();

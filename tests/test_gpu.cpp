@@ -19,7 +19,7 @@ constexpr uint64_t kMaxGridElements = 1ull << 22;
 void expect_matches(const Problem& p, const PlanOptions& opts = {}, uint32_t seed = fresh_seed()) {
     auto x = random_logits(p.shape.elements(), seed);
     Outcome o = run_and_compare(p, x, opts);
-    const Bound b = bound_for(p.dtype, p.log);
+    const Bound b = accuracy_bound(p.dtype, p.log);
     EXPECT_TRUE(o.acc.within(b.rel, 0.0))
         << describe(p, opts) << " via " << path_name(o.plan.path) << " (seed " << seed << "): " << o.acc.describe()
         << "; bound: rel " << b.rel << " above " << b.floor;
@@ -162,7 +162,7 @@ TEST_F(Gpu, LastSlotHeldByOneLane) {
                         x[cols + 4] = kNaN;               // row 1: NaN, away from lane 0
                         x[2 * cols + cols - 1] = kInf;    // row 2: +inf in the lone slot
                         Outcome out = run_and_compare(p, x, o);
-                        const Bound b = bound_for(p.dtype, p.log);
+                        const Bound b = accuracy_bound(p.dtype, p.log);
                         EXPECT_TRUE(out.acc.within(b.rel, 0.0))
                             << describe(p, o) << " (rows of " << cols << ": the last slot is lane 0's alone; row 1 "
                             << "holds a NaN, row 2 a +inf in that slot): " << out.acc.describe();
@@ -198,7 +198,7 @@ TEST_F(Gpu, SlotRows) {
                     for (uint64_t i = 0; i < cols; ++i) x[3 * cols + i] = -kInf;  // row 3: no finite element
                     for (uint64_t i = 1; i < cols; ++i) x[4 * cols + i] = -kInf;  // row 4: one finite element
                     Outcome out = run_and_compare(p, x, o);
-                    const Bound b = bound_for(p.dtype, p.log);
+                    const Bound b = accuracy_bound(p.dtype, p.log);
                     EXPECT_TRUE(out.acc.within(b.rel, 0.0))
                         << describe(p, o) << " (" << p.shape.rows() << " rows, " << plan.rows_per_workgroup
                         << " per workgroup; row 1 holds a NaN, row 2 a +inf, row 3 only -inf, row 4 one finite "
@@ -232,7 +232,7 @@ TEST_F(Gpu, PlanPicksAccessWidth) {
         }
         auto x = random_logits(p.shape.elements(), fresh_seed());
         Outcome out = run_and_compare(p, x, o);
-        const Bound b = bound_for(p.dtype, p.log);
+        const Bound b = accuracy_bound(p.dtype, p.log);
         EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(p, o) << ": " << out.acc.describe();
     }
 }
@@ -318,7 +318,7 @@ TEST_F(Gpu, NonFiniteRows) {
                 for (uint64_t i = 0; i < cols; i += 2)
                     ASSERT_EQ(o.got[3 * cols + i], log ? -INFINITY : 0.0) << what << ": -inf element " << i;
                 EXPECT_EQ(o.got[4 * cols + at], log ? 0.0 : 1.0) << what;
-                const Bound b = bound_for(dt, log);
+                const Bound b = accuracy_bound(dt, log);
                 EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << what << ": " << o.acc.describe();
             }
 }

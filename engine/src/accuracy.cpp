@@ -49,7 +49,8 @@ void round_to(Dtype dtype, std::vector<double>& values) {
         v = dtype == Dtype::f32 ? double(float(v)) : double(half_to_float(float_to_half(float(v))));
 }
 
-Accuracy compare(const Problem& problem, const std::vector<double>& got, const std::vector<double>& ref, double floor) {
+Accuracy compare(const Problem& problem, const std::vector<double>& got, const std::vector<double>& ref) {
+    const double floor = accuracy_bound(problem.dtype, problem.log, problem.precision).floor;
     Accuracy a;
     const Shape& s = problem.shape;
     for (uint64_t row = 0; row < s.rows(); ++row) {

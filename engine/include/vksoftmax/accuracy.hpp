@@ -34,9 +34,9 @@ std::vector<double> to_double(const void* data, size_t n, Dtype dtype);
 // Rounds each value to `dtype` and back, as the GPU's output is rounded.
 void round_to(Dtype dtype, std::vector<double>& values);
 
-// Compares `got` with `ref` (both dense, problem.shape). `floor` keeps
-// outputs that underflow from dominating max_rel: fp32 1e-30, fp16 2^-24.
-Accuracy compare(const Problem& problem, const std::vector<double>& got, const std::vector<double>& ref,
-                 double floor);
+// Compares `got` with `ref` (both dense, problem.shape). Relative errors
+// are taken against max(|ref|, floor) with the floor of accuracy_bound(), so
+// that outputs which underflow do not dominate max_rel.
+Accuracy compare(const Problem& problem, const std::vector<double>& got, const std::vector<double>& ref);
 
 }  // namespace vksoftmax
