@@ -1,5 +1,6 @@
 // The GPU paths against the float64 CPU reference, on fresh random inputs,
 // with the output poisoned (NaN) before each run.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -234,6 +235,42 @@ TEST_F(Gpu, PlanPicksAccessWidth) {
         Outcome out = run_and_compare(p, x, o);
         const Bound b = accuracy_bound(p.dtype, p.log);
         EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(p, o) << ": " << out.acc.describe();
+    }
+}
+
+// fp16 rows longer than 16 elements per invocation of the largest workgroup
+// are planned in two tiles or more, read twice (KIND 3), while fp32 rows of
+// the same length are held whole. The row's max sits in the first tile, so
+// that the second's statistic must be rescaled to it; one row has its finite
+// elements only in the second tile, one a NaN and one a +inf there.
+TEST_F(Gpu, LongHalfRowsReadInTiles) {
+    const DeviceInfo& d = ctx().info();
+    uint32_t max_wg = 1;
+    while (max_wg * 2 <= std::min({1024u, d.max_workgroup_invocations, d.max_workgroup_size_x})) max_wg *= 2;
+    const uint64_t cols = 32ull * max_wg;  // the longest row a workgroup owns: two tiles of 4 slots
+    const Plan whole = make_plan(ctx(), rows_of(5, cols, Dtype::f32, false));
+    EXPECT_EQ(whole.key[0].kind, 0u) << "f32 rows of " << cols << " are not held whole";
+    if (!d.storage_16bit) GTEST_SKIP() << d.name << " has no 16-bit storage";
+    for (bool log : {false, true}) {
+        const Problem p = rows_of(5, cols, Dtype::f16, log);
+        const Plan plan = make_plan(ctx(), p);
+        ASSERT_EQ(plan.path, Path::workgroup_row) << describe(p, {});
+        ASSERT_EQ(plan.key[0].kind, 3u) << describe(p, {}) << ": not read in tiles";
+        EXPECT_EQ(plan.key[0].workgroup_size, max_wg) << describe(p, {});
+        EXPECT_EQ(plan.key[0].vpt, 4u) << describe(p, {});
+        EXPECT_EQ(plan.key[0].vec, 8u) << describe(p, {});
+        auto x = random_logits(p.shape.elements(), fresh_seed());
+        auto row = [&](uint64_t r) { return x.begin() + static_cast<long>(r * cols); };
+        row(1)[5] = 30.0f;                                  // row 1: max in the first tile
+        std::fill(row(2), row(2) + cols / 2, -kInf);        // row 2: finite only in the second
+        row(3)[cols - 3] = kNaN;                            // row 3: NaN in the second tile
+        row(4)[cols / 2 + 1] = kInf;                        // row 4: +inf in the second tile
+        Outcome out = run_and_compare(p, x, {});
+        const Bound b = accuracy_bound(p.dtype, p.log);
+        EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << describe(p, {}) << ": " << out.acc.describe();
+        EXPECT_TRUE(out.acc.within(b.rel, 0.0))
+            << describe(p, {}) << " (row 1's max in the first tile, row 2 finite only in the second, rows 3 and 4 "
+            << "a NaN and a +inf in the second): " << out.acc.describe();
     }
 }
 

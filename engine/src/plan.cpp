@@ -28,6 +28,14 @@ uint32_t floor_pow2(uint32_t x) {
 constexpr uint32_t kMaxVpt = 16;            // vec4 slots per invocation: 64 floats in registers
 constexpr uint32_t kRowVptAtMaxWorkgroup = 8;  // workgroup rows up to 4 * 8 * largest workgroup
 constexpr uint32_t kMinRowSubgroups = 4;    // subgroups on a workgroup row, at least
+// A fp16 row is held as fp32, twice its bytes: beyond 16 elements per
+// invocation of the largest workgroup it is read in tiles of 4 slots and
+// re-read for the write (the second read mostly from cache) rather than
+// held whole. Whole, f16 1024x32768 needs 127 registers x 512 invocations,
+// one workgroup per NVIDIA SM, 54.7 us; in two tiles 31 x 1024, two per SM,
+// 46.0 us. fp32 rows lose more to the re-read than they gain (f32
+// 1024x32768: 75.0 us whole, 85.8 in two tiles) and are held whole.
+constexpr uint32_t kHalfRowVptAtMaxWorkgroup = 4;
 constexpr uint32_t kSubgroupRowVpt = 8;     // a subgroup holds rows up to 32 * subgroup size
 constexpr uint32_t kRowsWorkgroupShort = 256;  // subgroup rows of one vec4 slot: more rows per workgroup
 // Rows of at most 4 x subgroup size, 4-wide: rows held per subgroup, one per
@@ -166,6 +174,10 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
             while (wg < max_wg && 4ull * kMaxVpt * wg < s.axis) wg *= 2;
             key.workgroup_size = wg;
             key.vpt = slots_for(div_up(s.axis, 4ull * wg), kMaxVpt);
+            if (problem.dtype == Dtype::f16 && s.axis > 4ull * kHalfRowVptAtMaxWorkgroup * max_wg) {
+                key.workgroup_size = max_wg;
+                key.vpt = kHalfRowVptAtMaxWorkgroup;  // tiles shorter than the row: KIND 3 below
+            }
             break;
         }
         case Path::split: {
