@@ -5,8 +5,7 @@
 //         tile is read once into registers and written once; a longer one
 //         (possible when the subgroup the driver gives is smaller than
 //         planned) is folded tile by tile into (m, d) and then re-read.
-// KIND 4: a subgroup holds VPT rows of at most 4 x its size, one per slot
-//         (compiled only into the SLOT_ROWS modules).
+// KIND 4: a subgroup holds VPT rows of at most 4 x its size, one per slot.
 // KIND 1/2: the two dispatches of the split path; see main().
 #ifdef SUBGROUP_UNIFORM_CONTROL_FLOW
 // Vulkan alone does not promise that a subgroup which diverged in an if is
@@ -185,8 +184,7 @@ uint row_base(uint r) {
     return o * pc.axis * pc.inner + (r - o * pc.inner);
 }
 
-#ifdef SLOT_ROWS
-// KIND 4 (modules of their own: shaders/CMakeLists.txt): rows r0 .. r0 + VPT - 1, row r0 + j in slot j (at the place a
+// KIND 4: rows r0 .. r0 + VPT - 1, row r0 + j in slot j (at the place a
 // row's first slot has), so that a subgroup has the loads of VPT rows in
 // flight before its first reduction, and their reductions interleave:
 // rows of one vec4 per lane leave too few bytes in flight otherwise
@@ -217,7 +215,6 @@ void slot_rows(uint r0, uint G, uint lane) {
         write_slot(base[j], pc.inner, 0u, 0u, pc.axis, G, lane, j, s[j], !LOG, 1.0 / s[j].d, log(s[j].d), bad);
     }
 }
-#endif
 
 void main() MAIN_ATTRIBUTES {
     uint G = group_size(), lane = group_lane();
@@ -232,12 +229,10 @@ void main() MAIN_ATTRIBUTES {
     // KIND 4 needs rows within a slot of the real subgroup; with a smaller
     // one than planned (a driver that cannot pin the size) it takes KIND 0's
     // tile-by-tile form.
-#ifdef SLOT_ROWS
     if (KIND == 4u && pc.axis <= 4u * G) {
         for (uint r0 = first * VPT; r0 < pc.rows; r0 += step * VPT) slot_rows(r0, G, lane);
         return;
     }
-#endif
     if (KIND == 0u || KIND == 3u || KIND == 4u) {
         for (uint r = first; r < pc.rows; r += step) {
             uint base = row_base(r);

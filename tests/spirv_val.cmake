@@ -1,5 +1,5 @@
 # cmake -DSPIRV_VAL=path -DSPIRV_DIS=path "-DFILES=a.spv;b.spv" -P spirv_val.cmake
-# Every module passes spirv-val, and exactly the *_ucf and *_ucf_rows modules declare
+# Every module passes spirv-val, and exactly the *_ucf modules declare
 # SubgroupUniformControlFlowKHR (the engine picks them only on devices that
 # enable the feature; declaring it elsewhere would be invalid there).
 foreach(f ${FILES})
@@ -12,9 +12,9 @@ foreach(f ${FILES})
     message(FATAL_ERROR "spirv-dis failed on ${f}: ${err}")
   endif()
   string(FIND "${dis}" "OpExecutionMode %main SubgroupUniformControlFlowKHR" at)
-  if(f MATCHES "_ucf(_rows)?\\.spv$" AND at EQUAL -1)
+  if(f MATCHES "_ucf\\.spv$" AND at EQUAL -1)
     message(FATAL_ERROR "${f} lacks the SubgroupUniformControlFlowKHR execution mode")
-  elseif(NOT f MATCHES "_ucf(_rows)?\\.spv$" AND NOT at EQUAL -1)
+  elseif(NOT f MATCHES "_ucf\\.spv$" AND NOT at EQUAL -1)
     message(FATAL_ERROR "${f} declares SubgroupUniformControlFlowKHR but is meant for devices without it")
   endif()
   message(STATUS "spirv-val: ${f} ok")

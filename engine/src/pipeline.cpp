@@ -53,10 +53,7 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     const SpirvReduction reduction = !key.subgroup ? SpirvReduction::shared
                                      : ctx.info().subgroup_uniform_control_flow ? SpirvReduction::subgroup_uniform_control_flow
                                                                                 : SpirvReduction::subgroup;
-    const bool slot_rows = key.kind == 4;
-    if (slot_rows && !key.subgroup)
-        throw Error(ErrorKind::invalid_argument, what + ": rows one per slot need subgroup reductions");
-    SpirvBlob blob = key.copy ? copy_spirv() : softmax_spirv(key.dtype, reduction, slot_rows);
+    SpirvBlob blob = key.copy ? copy_spirv() : softmax_spirv(key.dtype, reduction);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = blob.count * sizeof(uint32_t);
     mi.pCode = blob.words;

@@ -18,9 +18,8 @@ enum class SpirvReduction {
     subgroup,                       // subgroup arithmetic
     subgroup_uniform_control_flow,  // the same, with SubgroupUniformControlFlowKHR
 };
-// One module per storage type and reduction kind; `slot_rows`: the module
-// for short rows held one per slot (KIND 4; subgroup reductions only).
-SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction, bool slot_rows);
+// One module per storage type and reduction kind.
+SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction);
 // copy.comp: the benchmark's bandwidth ceiling.
 SpirvBlob copy_spirv();
 
