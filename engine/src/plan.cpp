@@ -170,14 +170,15 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
             break;
         }
         case Path::workgroup_row: {
+            if (problem.dtype == Dtype::f16 && s.axis > 4ull * kHalfRowVptAtMaxWorkgroup * max_wg) {
+                key.workgroup_size = max_wg;
+                key.vpt = kHalfRowVptAtMaxWorkgroup;  // tiles shorter than the row: KIND 3 below
+                break;
+            }
             uint32_t wg = std::max(min_wg, std::min(max_wg, kMinRowSubgroups * sg));
             while (wg < max_wg && 4ull * kMaxVpt * wg < s.axis) wg *= 2;
             key.workgroup_size = wg;
             key.vpt = slots_for(div_up(s.axis, 4ull * wg), kMaxVpt);
-            if (problem.dtype == Dtype::f16 && s.axis > 4ull * kHalfRowVptAtMaxWorkgroup * max_wg) {
-                key.workgroup_size = max_wg;
-                key.vpt = kHalfRowVptAtMaxWorkgroup;  // tiles shorter than the row: KIND 3 below
-            }
             break;
         }
         case Path::split: {
