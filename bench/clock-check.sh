@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # The suite with and without the warm-up burst, GPU clocks sampled meanwhile.
 set -uo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu,clocks_throttle_reasons.active --format=csv -lms 100 > "$out/clocks.csv" 2>&1 &
 smi=$!

@@ -2,8 +2,6 @@
 # Geometry sweep on stable clocks: "PATH:WG:VPT" entries over some shapes.
 # Usage: bench/sweep.sh SHAPES DTYPE "PATH:WG:VPT ..."
 set -uo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
 for g in $3; do
   IFS=: read -r path wg vpt <<<"$g"
   build/bin/vksoftmax bench --shapes "$1" --dtype "$2" --path "$path" --wg "$wg" --vpt "$vpt" --repeats 9 --warmup-ms 150 2>/dev/null \

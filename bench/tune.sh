@@ -5,8 +5,6 @@
 set -uo pipefail
 out=${OUT:-/tmp/vksoftmax-tune}
 mkdir -p "$out"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
 shapes=${1:-20480x4096,65536x128,4096x1024,1024x32768}
 grid=${2:-"64:4 128:2 128:4 128:8 256:1 256:2 256:4 512:1 512:2 1024:1"}
 build/bin/vksoftmax bench --shapes suite --stats --repeats 9 --json "$out/suite.json" > "$out/suite.txt" 2>/dev/null

@@ -7,31 +7,35 @@
 #include "commands.hpp"
 #include "npy.hpp"
 #include "output_file.hpp"
+#include "printable.hpp"
 #include "vksoftmax/error.hpp"
 
 namespace vksoftmax::cli {
+
+// Messages quote paths and file contents: printed through printable().
+void report(const char* message) { fmt::print(stderr, "vksoftmax: {}\n", printable(message)); }
 
 int guarded(const std::function<int()>& body) {
     try {
         return body();
     } catch (const Error& e) {
-        fmt::print(stderr, "vksoftmax: {}\n", e.what());
+        report(e.what());
         switch (e.kind()) {
             case ErrorKind::invalid_argument: return Exit::usage;
             case ErrorKind::unsupported: return Exit::no_device;
             default: return Exit::device_error;
         }
     } catch (const npy::FormatError& e) {
-        fmt::print(stderr, "vksoftmax: {}\n", e.what());
+        report(e.what());
         return Exit::bad_input;
     } catch (const FileError& e) {
-        fmt::print(stderr, "vksoftmax: {}\n", e.what());
+        report(e.what());
         return Exit::bad_input;
     } catch (const std::bad_alloc&) {
-        fmt::print(stderr, "vksoftmax: out of host memory\n");
+        report("out of host memory");
         return Exit::device_error;
     } catch (const std::exception& e) {
-        fmt::print(stderr, "vksoftmax: {}\n", e.what());
+        report(e.what());
         return Exit::device_error;
     }
 }
@@ -58,7 +62,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        fmt::print(stderr, "vksoftmax: {}\n", e.what());
+        report(e.what());
         return Exit::usage;
     }
     for (CLI::App* sub : app.get_subcommands()) {

@@ -1,6 +1,9 @@
 #include "npy.hpp"
 
+#include <sys/stat.h>
+
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -96,6 +99,16 @@ private:
     const std::string& s_;
     size_t i_ = 0;
 };
+
+// What a path that is not a regular file names, for messages.
+const char* file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a pipe";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "a special file";
+}
 
 uint32_t read_le(const uint8_t* p, int n) {
     uint32_t v = 0;
@@ -208,6 +221,9 @@ Header parse_header(const uint8_t* bytes, size_t size) {
 }
 
 Array read(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("cannot open '" + path + "': " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) throw FormatError("'" + path + "' is " + file_kind(st.st_mode) + ", not a .npy file");
     std::ifstream f(path, std::ios::binary);
     if (!f) throw std::runtime_error("cannot open '" + path + "': " + std::strerror(errno));
     f.seekg(0, std::ios::end);

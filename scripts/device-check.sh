@@ -1,22 +1,20 @@
 #!/usr/bin/env bash
-# Runs on the device machine (see README, "On an NVIDIA GPU"): unpacks the
-# carried Vulkan loader and validation layer, then lists devices, runs the
-# demo, the whole GPU test suite, the embedding example and tests, and the
-# full conformance catalogue on the default device (twice where it offers
-# subgroup uniform control flow: with it and without). Build here first and
-# carry build/bin, build/lib and .gl. Logs and the conformance JSON go to $OUT.
+# The correctness gate on a real GPU (a machine with a Vulkan loader, the
+# validation layer and the GPU's Vulkan driver installed): lists devices,
+# runs the demo, the whole GPU test suite with every sweep at full size (a
+# CPU driver runs a share of each sweep), the embedding example and tests,
+# and the full conformance catalogue on the default device (twice where it
+# offers subgroup uniform control flow: with it and without). Run from the
+# repository root after building. Logs and the conformance JSON go to $OUT.
 set -uo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
 export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-} VKSOFTMAX_CLI=$PWD/build/bin/vksoftmax
-if ! build/bin/vksoftmax devices >/dev/null 2>&1; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-fi
+export VKSOFTMAX_FULL_SWEEPS=1
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
 build/bin/vksoftmax devices | tee "$out/devices.txt"
 build/bin/vksoftmax demo | tee "$out/demo.txt"; demo_rc=${PIPESTATUS[0]}
 build/bin/vksoftmax_tests --gtest_brief=1 2>&1 | tee "$out/tests.txt" | grep -vE "^\s*$" | tail -6; tests_rc=${PIPESTATUS[0]}
+grep "^GPU tests on" "$out/tests.txt"
 grep -A5 "Failure" "$out/tests.txt" | cut -c1-300 | head -12
 build/bin/vksoftmax_cli_tests --gtest_brief=1 > "$out/cli.txt" 2>&1; cli_rc=$?; grep -E "Failure|FAILED|PASSED|SKIPPED" "$out/cli.txt" | head -8
 build/bin/embed; embed_rc=$?

@@ -1,6 +1,8 @@
 #include "gpu_fixture.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 namespace vkstest {
 
@@ -12,9 +14,10 @@ void Gpu::SetUpTestSuite() {
         o.validation = true;
         if (const char* dev = std::getenv("VKSOFTMAX_DEVICE")) o.device = dev;
         ctx_ = std::make_unique<Context>(o);
-        std::printf("GPU tests on %s (%s), subgroup size %u, validation layer %s\n", ctx_->info().name.c_str(),
+        std::printf("GPU tests on %s (%s), subgroup size %u, validation layer %s, %s\n", ctx_->info().name.c_str(),
                     ctx_->info().driver_info.c_str(), ctx_->info().subgroup_size,
-                    ctx_->validation_enabled() ? "on" : "OFF (not installed)");
+                    ctx_->validation_enabled() ? "on" : "OFF (not installed)",
+                    full_sweeps() ? "full sweeps" : "sweeps of one combination per shader variant");
     }
 }
 
@@ -25,6 +28,18 @@ void Gpu::TearDown() {
         for (const std::string& m : ctx_->validation_messages()) all += "\n  " + m;
         ADD_FAILURE() << (now - errors_before_) << " validation message(s):" << all;
     }
+}
+
+bool full_sweeps() {
+    if (const char* env = std::getenv("VKSOFTMAX_FULL_SWEEPS")) return std::string(env) != "0";
+    return Gpu::ctx().info().type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
+bool sweep_runs(uint32_t variant, uint32_t choice, uint32_t choices) {
+    if (full_sweeps()) return true;
+    uint32_t rotation = 0;  // log2 of the subgroup size: another choice at each size
+    for (uint32_t size = Gpu::ctx().info().subgroup_size; size > 1; size /= 2) ++rotation;
+    return (variant + rotation) % choices == choice;
 }
 
 uint32_t fresh_seed() { return std::random_device{}(); }

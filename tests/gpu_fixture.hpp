@@ -47,4 +47,17 @@ Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const Pla
 
 std::string describe(const Problem& p, const PlanOptions& opts);
 
+// Whether a sweep runs every combination of its axes. On a GPU it does: a
+// pipeline variant compiles there in milliseconds. On a CPU driver
+// (lavapipe) the LLVM compile of each new variant at its first dispatch is
+// nearly the whole cost of a case (0.1 s at 1 slot to 1.7 s at 16, cold
+// cache), so there a sweep runs one combination per shader variant, and
+// which one rotates with the subgroup size (the suite runs at 4, 8 and 16).
+// The device gate runs them all. VKSOFTMAX_FULL_SWEEPS=1 (or 0) overrides.
+bool full_sweeps();
+// Whether choice `choice` of `choices` runs for the variant numbered
+// `variant`: every choice in a full sweep; else only the one that
+// (variant + log2 of the subgroup size) % choices names.
+bool sweep_runs(uint32_t variant, uint32_t choice, uint32_t choices);
+
 }  // namespace vkstest

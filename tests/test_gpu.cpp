@@ -114,21 +114,31 @@ TEST_F(Gpu, ForcedPathsAndReductions) {
             }
 }
 
-// Every slot count on every path, rows of one tile and of many: a
+// Every slot count on every path and dtype, rows of one tile and of many: a
 // driver's compiler may get one unrolled variant wrong and not the others
 // (NVIDIA 580.159.04 did, for fp32 with 8 slots and fp16 with 4:
-// bench/NOTES.md).
+// bench/NOTES.md). On a CPU driver each subgroup size runs half of the slot
+// counts (sizes 4 and 16 the other half from size 8), and each (path,
+// slots, dtype) one of the four rows, by rotation (full_sweeps()).
 TEST_F(Gpu, EveryRowGeometry) {
+    struct Row {
+        uint64_t cols;
+        bool log;
+    };
+    const Row kRows[] = {{1000, false}, {4096, false}, {4096, true}, {40000, false}};
     const bool sg = ctx().info().subgroup_arithmetic();
+    uint32_t variant = 0;
     for (Path path : {Path::subgroup_row, Path::workgroup_row, Path::split}) {
         if (path == Path::subgroup_row && !sg) continue;
-        for (uint32_t vpt = 1; vpt <= 16; ++vpt)  // the plan's most is 16
-            for (Dtype dt : {Dtype::f32, Dtype::f16})
-                for (uint64_t cols : {1000u, 4096u, 40000u})
-                    for (bool log : {false, true}) {
-                        if (log && cols != 4096) continue;
-                        expect_matches(rows_of(3, cols, dt, log), forced(path, vpt));
-                    }
+        for (uint32_t vpt = 1; vpt <= 16; ++vpt) {  // the plan's most is 16
+            if (!sweep_runs(vpt, 0, 2)) continue;
+            for (Dtype dt : {Dtype::f32, Dtype::f16}) {
+                for (uint32_t choice = 0; choice < 4; ++choice)
+                    if (sweep_runs(variant, choice, 4))
+                        expect_matches(rows_of(3, kRows[choice].cols, dt, kRows[choice].log), forced(path, vpt));
+                ++variant;
+            }
+        }
     }
 }
 
@@ -137,16 +147,26 @@ TEST_F(Gpu, EveryRowGeometry) {
 // whose only +inf sits in that lone slot. Such rows are where NVIDIA
 // 580.159.04 went wrong for some shader forms: NaN in every subgroup but
 // the first (f16 2x4100, 4-wide), or a NaN row's flag lost (f32 12x257,
-// subgroup rows, accurate): bench/NOTES.md.
+// subgroup rows, accurate): bench/NOTES.md. On a CPU driver each (path,
+// dtype, width) runs one of the slot counts, softmax or log-softmax, by
+// rotation (full_sweeps()).
 TEST_F(Gpu, LastSlotHeldByOneLane) {
     const DeviceInfo& d = ctx().info();
-    for (Path path : {Path::subgroup_row, Path::workgroup_row}) {
+    const uint32_t kSlots[] = {2, 5, 8, 13, 16};
+    const Dtype kDtypes[] = {Dtype::f32, Dtype::f16};
+    const uint32_t kWidths[] = {1, 4, 8};
+    for (uint32_t path_index = 0; path_index < 2; ++path_index) {
+        const Path path = path_index == 0 ? Path::subgroup_row : Path::workgroup_row;
         if (path == Path::subgroup_row && !d.subgroup_arithmetic()) continue;
         const uint32_t wg = std::min(256u, d.max_workgroup_invocations);
         const uint64_t G = path == Path::subgroup_row ? d.subgroup_size : wg;  // lanes on a row
-        for (uint32_t vpt : {2u, 5u, 8u, 13u, 16u})
-            for (Dtype dt : {Dtype::f32, Dtype::f16})
-                for (uint32_t width : {1u, 4u, 8u}) {
+        for (uint32_t slot_index = 0; slot_index < 5; ++slot_index)
+            for (uint32_t dtype_index = 0; dtype_index < 2; ++dtype_index)
+                for (uint32_t width_index = 0; width_index < 3; ++width_index) {
+                    const uint32_t vpt = kSlots[slot_index], width = kWidths[width_index];
+                    const Dtype dt = kDtypes[dtype_index];
+                    const uint32_t variant = (path_index * 2 + dtype_index) * 3 + width_index;
+                    if (!sweep_runs(variant, slot_index, 5)) continue;
                     if (width == 8 && (dt != Dtype::f16 || vpt % 2)) continue;
                     // Scalar slots are 4 per vec4 slot; 8-wide accesses fill slot pairs.
                     const uint64_t cols = width == 1 ? (4ull * vpt - 1) * G + 1
@@ -155,6 +175,7 @@ TEST_F(Gpu, LastSlotHeldByOneLane) {
                     // Rows of 8 fit a slot: the plan holds them one per slot (SlotRows).
                     if (path == Path::subgroup_row && cols <= 4 * G) continue;
                     for (bool log : {false, true}) {
+                        if (!sweep_runs(variant + slot_index, log ? 1 : 0, 2)) continue;
                         const Problem p = rows_of(3, cols, dt, log);
                         const PlanOptions o = forced(path, vpt, path == Path::workgroup_row ? wg : 0);
                         const Plan plan = make_plan(ctx(), p, o);
