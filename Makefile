@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build demo test clean
+.PHONY: all deps configure build demo test sanitize clean
 all: build
 
 deps:
@@ -20,5 +20,9 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# ASan+UBSan and TSan builds of their own, and the tests labelled "sanitize".
+sanitize: deps
+	@bash scripts/sanitize.sh
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan

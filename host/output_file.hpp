@@ -1,5 +1,7 @@
 // OutputFile: a temporary file beside the target, renamed into place only by
 // commit(); dropped uncommitted, it is removed and the target is untouched.
+// SIGINT, SIGTERM or SIGHUP while it exists removes it too, and the process
+// then ends by that signal (status 128 + signal in a shell).
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -26,6 +28,7 @@ public:
 private:
     std::string target_, temp_;
     int fd_ = -1;
+    int slot_ = -1;  // its place among the files a signal removes
     bool committed_ = false;
 };
 

@@ -6,6 +6,7 @@
 
 #include "npy.hpp"
 #include "output_file.hpp"
+#include "printable.hpp"
 #include "vksoftmax/accuracy.hpp"
 #include "vksoftmax/cpu.hpp"
 
@@ -29,6 +30,8 @@ Tensor load_tensor(const std::string& path) {
         a = npy::read(path);
     } catch (const npy::FormatError&) {
         throw;
+    } catch (const std::bad_alloc&) {
+        throw;  // out of host memory (exit 5), not a bad file
     } catch (const std::exception& e) {
         throw FileError(e.what());
     }
@@ -41,7 +44,7 @@ Tensor load_tensor(const std::string& path) {
         t.data = std::move(a.data);
         return t;
     }
-    fmt::print(stderr, "vksoftmax: note: '{}' holds {}; converting to float32, and the output is float32\n", path,
+    fmt::print(stderr, "vksoftmax: note: '{}' holds {}; converting to float32, and the output is float32\n", printable(path),
                npy::kind_descr(k));
     std::vector<float> f(a.header.elements());
     switch (k) {

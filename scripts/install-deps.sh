@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   cmake g++ make pkg-config
-  libvulkan-dev libvulkan1 libvulkan-volk-dev glslang-tools spirv-tools
+  libvulkan-dev libvulkan1 glslang-tools spirv-tools
   libgtest-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libcli11-dev nlohmann-json3-dev libfmt-dev
   python3 python3-numpy python3-scipy

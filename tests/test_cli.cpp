@@ -4,9 +4,13 @@
 // and a pre-existing output left exactly as it was.
 #include <gtest/gtest.h>
 #include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +18,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "vksoftmax/cpu.hpp"
@@ -43,10 +48,43 @@ protected:
 
     Result cli(const std::string& args) const {
         const std::string out = path("stdout.txt"), err = path("stderr.txt");
-        // The built binary, or $VKSOFTMAX_CLI where the tree was moved (device runs).
+        const int status = std::system((binary() + " " + args + " >" + out + " 2>" + err).c_str());
+        return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
+    }
+
+    // The binary: built here, or $VKSOFTMAX_CLI where the tree was moved (device runs).
+    static std::string binary() {
         const char* env = std::getenv("VKSOFTMAX_CLI");
-        const std::string bin = env ? env : VKSOFTMAX_CLI;
-        const int status = std::system((bin + " " + args + " >" + out + " 2>" + err).c_str());
+        return env ? env : VKSOFTMAX_CLI;
+    }
+
+    // The names in the test folder that hold `part`.
+    std::vector<std::string> files_with(const char* part) const {
+        std::vector<std::string> found;
+        DIR* d = opendir(dir_.c_str());
+        if (!d) return found;
+        while (dirent* e = readdir(d))
+            if (std::strstr(e->d_name, part)) found.push_back(e->d_name);
+        closedir(d);
+        return found;
+    }
+
+    // cli() in a child process whose `resource` is limited to `limit`, with
+    // SIGXFSZ ignored (so that a write past RLIMIT_FSIZE fails with EFBIG,
+    // as on a full disk, instead of killing the process).
+    Result cli_limited(const std::string& args, int resource, rlim_t limit) const {
+        const std::string out = path("stdout.txt"), err = path("stderr.txt");
+        const std::string command = binary() + " " + args + " >" + out + " 2>" + err;
+        const pid_t child = fork();
+        if (child == 0) {
+            const rlimit r{limit, limit};
+            signal(SIGXFSZ, SIG_IGN);
+            if (setrlimit(static_cast<__rlimit_resource>(resource), &r) != 0) _exit(126);
+            execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
         return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
     }
 
@@ -282,7 +320,8 @@ TEST_F(Cli, BadInputsFailClearly) {
     spit(path("version.npy"), ver);
 
     expect_failure("run -i " + path("missing.npy"), 3, "missing.npy");
-    expect_failure("run -i " + dir_, 3, dir_);
+    expect_failure("run -i " + dir_, 3, "' is a directory, not a .npy file");
+    expect_failure("run -i /dev/zero", 3, "'/dev/zero' is a character device, not a .npy file");
     expect_failure("run -i " + path("empty.npy"), 3, "empty");
     expect_failure("run -i " + path("text.npy"), 3, "not a .npy file");
     expect_failure("run -i " + path("trunc.npy"), 3, "truncated");
@@ -319,10 +358,103 @@ TEST_F(Cli, BadInputsFailClearly) {
         EXPECT_EQ(r.code, 3) << r.err;
     }
     // No temporary file survives any failure.
-    DIR* d = opendir(dir_.c_str());
-    ASSERT_NE(d, nullptr);
-    while (dirent* e = readdir(d)) EXPECT_EQ(std::strstr(e->d_name, ".tmp-"), nullptr) << "left behind: " << e->d_name;
-    closedir(d);
+    for (const std::string& left : files_with(".tmp-")) ADD_FAILURE() << "left behind: " << left;
+}
+
+// SIGINT, SIGTERM or SIGHUP part-way through a run: the temporary output is
+// removed, the existing output is byte for byte as it was, and the process
+// ends by that signal. Signals come as soon as the temporary file appears
+// and at two later points of the run.
+TEST_F(Cli, InterruptedRunLeavesNothingBehind) {
+    const uint64_t n = 1ull << 24;  // 64 MB of fp32: about a second of work on lavapipe
+    std::mt19937 rng(7);
+    std::normal_distribution<float> logits(0.f, 4.f);
+    std::vector<float> x(n);
+    for (float& v : x) v = logits(rng);
+    spit(path("big.npy"), npy("<f4", "(" + std::to_string(n / 1024) + ", 1024)", bytes_of(x)));
+    const std::string previous = "previous output, must survive";
+    const std::string bin = binary();
+    for (int sig : {SIGINT, SIGTERM, SIGHUP})
+        for (int delay_ms : {0, 40, 150}) {
+            const std::string what = std::string(strsignal(sig)) + " " + std::to_string(delay_ms) + " ms after the temporary file appeared";
+            spit(path("out.npy"), previous);
+            const pid_t child = fork();
+            ASSERT_GE(child, 0);
+            if (child == 0) {
+                if (!freopen("/dev/null", "w", stdout) || !freopen(path("stderr.txt").c_str(), "w", stderr)) _exit(126);
+                execl(bin.c_str(), bin.c_str(), "run", "-i", path("big.npy").c_str(), "-o", path("out.npy").c_str(),
+                      static_cast<char*>(nullptr));
+                _exit(127);
+            }
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+            auto running = [child] {  // without reaping it
+                siginfo_t info{};
+                return waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+            };
+            while (files_with(".tmp-").empty() && std::chrono::steady_clock::now() < give_up && running())
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            EXPECT_FALSE(files_with(".tmp-").empty()) << what << ": no temporary file appeared";
+            std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+            kill(child, sig);
+            int status = 0;
+            ASSERT_EQ(waitpid(child, &status, 0), child);
+            EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig)
+                << what << ": want the process ended by that signal, got "
+                << (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                        : "exit " + std::to_string(WEXITSTATUS(status)))
+                << "; stderr: " << slurp(path("stderr.txt"));
+            for (const std::string& left : files_with(".tmp-")) ADD_FAILURE() << what << ": left behind: " << left;
+            EXPECT_TRUE(slurp(path("out.npy")) == previous) << what << ": the existing output changed";
+        }
+}
+
+// Host memory exhausted (RLIMIT_AS) and a full disk (RLIMIT_FSIZE): exit 5
+// and exit 3 with what failed, the existing output intact, no temporary
+// file left.
+TEST_F(Cli, OutOfMemoryAndFullDiskFailCleanly) {
+    const uint64_t n = 1ull << 24;  // 64 MB of fp32
+    spit(path("big.npy"), npy("<f4", "(" + std::to_string(n / 1024) + ", 1024)", std::string(n * 4, '\0')));
+    const std::string previous = "previous output, must survive";
+    struct Case {
+        const char* what;
+        int resource;
+        rlim_t limit;
+        int code;
+        const char* message;
+    };
+    // The CPU backend: its memory use does not depend on a driver's.
+    std::vector<Case> cases = {Case{"files of at most 1 MB", RLIMIT_FSIZE, 1u << 20, 3, "File too large"}};
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    // (The sanitizers reserve terabytes of address space: no limit on it there.)
+    cases.push_back(Case{"96 MB of address space", RLIMIT_AS, 96u << 20, 5, "out of host memory"});
+#endif
+    for (const Case& c : cases) {
+        spit(path("out.npy"), previous);
+        const Result r = cli_limited("run --backend cpu -i " + path("big.npy") + " -o " + path("out.npy"), c.resource, c.limit);
+        EXPECT_EQ(r.code, c.code) << c.what << ": " << r.err;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.what << ": stderr lacks '" << c.message << "': " << r.err;
+        EXPECT_TRUE(slurp(path("out.npy")) == previous) << c.what << ": the existing output changed";
+        for (const std::string& left : files_with(".tmp-")) ADD_FAILURE() << c.what << ": left behind: " << left;
+    }
+}
+
+// Messages quote header text and paths: a control byte there (ESC starts a
+// terminal's control sequences) is shown escaped, never written raw, and
+// valid UTF-8 stays as it is.
+TEST_F(Cli, MessagesEscapeWhatTheyQuote) {
+    const std::string good = bytes_of(std::vector<float>{1, 2});
+    spit(path("esc-key.npy"), npy("", "", good, false, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x\x1b[2J': 1}"));
+    spit(path("esc-descr.npy"), npy("\x1b]0;title\x07", "(2,)", good));
+    spit(path("caf\xc3\xa9\x1b.npy"), "not an array");
+    expect_failure("run -i " + path("esc-key.npy"), 3, "unknown key 'x\\x1b[2J'");
+    expect_failure("run -i " + path("esc-descr.npy"), 3, "'descr' '\\x1b]0;title\\x07' is not a supported dtype");
+    expect_failure("run -i '" + path("caf\xc3\xa9\x1b.npy") + "'", 3, "caf\xc3\xa9\\x1b.npy");
+    for (const char* file : {"esc-key.npy", "esc-descr.npy", "caf\xc3\xa9\x1b.npy"}) {
+        const Result r = cli("run -i '" + path(file) + "'");
+        for (char c : r.err)
+            EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << file << ": a raw control byte "
+                << static_cast<int>(c) << " in: " << r.err;
+    }
 }
 
 // A tensor larger than the device's maxStorageBufferRange: a clear error

@@ -301,6 +301,72 @@ TEST_F(Embed, RecordsIntoTheHostsCommandBufferAtOffsets) {
     vksm_context_destroy(ctx);
 }
 
+// vksm contexts created, used and destroyed from several threads at once on
+// the host's device: each loads its own function tables from the host's
+// vkGetInstanceProcAddr, so none disturbs another. Each thread's plan then
+// runs, recorded into the host's command buffer, against the reference.
+TEST_F(Embed, ContextsFromSeveralThreads) {
+    constexpr int kThreads = 4;
+    const vksm_context_desc host_desc = desc();
+    vksm_context contexts[kThreads] = {};
+    vksm_plan plans[kThreads] = {};
+    vksm_result results[kThreads];
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            // One context made and dropped first, so that creation and
+            // destruction overlap with the other threads' too.
+            vksm_context scratch = nullptr;
+            results[t] = vksm_context_create(&host_desc, &scratch, nullptr, 0);
+            if (results[t] != VKSM_SUCCESS) return;
+            vksm_context_destroy(scratch);
+            results[t] = vksm_context_create(&host_desc, &contexts[t], nullptr, 0);
+            if (results[t] != VKSM_SUCCESS) return;
+            const vksm_problem p{uint32_t(5 + t), uint32_t(100 + 37 * t), 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
+            results[t] = vksm_plan_create(contexts[t], &p, &plans[t]);
+        });
+    for (auto& thread : threads) thread.join();
+    for (int t = 0; t < kThreads; ++t) ASSERT_EQ(results[t], VKSM_SUCCESS) << "thread " << t;
+
+    std::mt19937 rng(11);
+    std::normal_distribution<float> logits(0.f, 4.f);
+    VkCommandBuffer cb = command_buffer();
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(cb, &bi);
+    VkMemoryBarrier host_writes{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_HOST_WRITE_BIT,
+                                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &host_writes, 0,
+                         nullptr, 0, nullptr);
+    void* maps[kThreads][2];
+    for (int t = 0; t < kThreads; ++t) {
+        const VkDeviceSize bytes = vksm_plan_tensor_bytes(plans[t]);
+        const VkBuffer in = buffer(bytes, &maps[t][0]), out = buffer(bytes, &maps[t][1]);
+        float* x = static_cast<float*>(maps[t][0]);
+        for (VkDeviceSize k = 0; k < bytes / 4; ++k) x[k] = logits(rng);
+        ASSERT_EQ(vksm_record(plans[t], cb, {in, 0, bytes}, {out, 0, bytes}, {VK_NULL_HANDLE, 0, 0}, VK_NULL_HANDLE, 0),
+                  VKSM_SUCCESS)
+            << vksm_context_last_error(contexts[t]);
+    }
+    VkMemoryBarrier shader_writes{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                                  VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &shader_writes, 0,
+                         nullptr, 0, nullptr);
+    vkEndCommandBuffer(cb);
+    submit({cb});
+    for (int t = 0; t < kThreads; ++t) {
+        const uint32_t rows = 5 + t, cols = 100 + 37 * t;
+        const auto ref = reference(static_cast<const float*>(maps[t][0]), rows, cols, false);
+        const float* y = static_cast<const float*>(maps[t][1]);
+        for (size_t k = 0; k < ref.size(); ++k)
+            ASSERT_LE(std::fabs(y[k] - ref[k]), 1e-5 * std::max(std::fabs(ref[k]), 1e-30))
+                << "context of thread " << t << ", element " << k << ": got " << y[k] << ", want " << ref[k];
+    }
+    for (int t = 0; t < kThreads; ++t) {
+        vksm_plan_destroy(plans[t]);
+        vksm_context_destroy(contexts[t]);
+    }
+}
+
 TEST_F(Embed, TimestampsIntoTheHostsQueryPool) {
     vksm_context ctx = nullptr;
     const vksm_context_desc host_desc = desc();

@@ -9,7 +9,7 @@ namespace vksoftmax {
 
 Buffer::Buffer(Context& ctx, VkDeviceSize size, MemoryKind kind, const std::string& name) : name_(name), size_(size) {
     if (size == 0) throw Error(ErrorKind::invalid_argument, "buffer '" + name + "' of size 0");
-    const VolkDeviceTable& vk = ctx.vk();
+    const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
 
     VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};

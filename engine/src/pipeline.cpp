@@ -18,7 +18,7 @@ std::string PipelineKey::id() const {
 }
 
 Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
-    const VolkDeviceTable& vk = ctx.vk();
+    const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
     const std::string what = "softmax pipeline " + key.id();
 
@@ -101,7 +101,7 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     if (ctx.capturing_statistics()) read_statistics(ctx, what);
 }
 
-void Pipeline::dispatch(const VolkDeviceTable& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],
+void Pipeline::dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],
                         const PushConstants& push, uint32_t groups) const {
     VkWriteDescriptorSet writes[3];
     for (uint32_t i = 0; i < 3; ++i) {
@@ -118,7 +118,7 @@ void Pipeline::dispatch(const VolkDeviceTable& vk, VkCommandBuffer cb, const VkD
 }
 
 void Pipeline::read_statistics(Context& ctx, const std::string& what) {
-    const VolkDeviceTable& vk = ctx.vk();
+    const DeviceFunctions& vk = ctx.vk();
     VkPipelineExecutableInfoKHR exe{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
     exe.pipeline = pipeline_.get();
     exe.executableIndex = 0;

@@ -244,7 +244,7 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
 void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
             const BufferRange& workspace, const Timestamps& timestamps) {
     if (plan.passes == 0) return;
-    const VolkDeviceTable& vk = ctx.vk();
+    const DeviceFunctions& vk = ctx.vk();
     if (plan.workspace_bytes > 0 && (workspace.buffer == VK_NULL_HANDLE || workspace.range < plan.workspace_bytes))
         throw Error(ErrorKind::invalid_argument, "the split path needs a workspace of " +
                                                      std::to_string(plan.workspace_bytes) + " bytes");

@@ -14,7 +14,7 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
     result.plan = make_plan(ctx, problem, options.plan);
     const Plan& plan = result.plan;
     if (plan.passes == 0) return result;
-    const VolkDeviceTable& vk = ctx.vk();
+    const DeviceFunctions& vk = ctx.vk();
     const VkDeviceSize bytes = plan.tensor_bytes;
 
     Buffer in(ctx, bytes, MemoryKind::device, "input tensor");

@@ -1,7 +1,7 @@
 // Buffer: one VkBuffer with its own memory, for tensors (device-local) or
 // for moving data in and out (host-visible, persistently mapped).
 #pragma once
-#include <volk.h>
+#include <vulkan/vulkan.h>
 
 #include <cstddef>
 #include <string>

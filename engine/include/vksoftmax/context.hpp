@@ -1,7 +1,16 @@
 // Context: a Vulkan instance, one physical device, its logical device and a
 // compute queue, with the device's capabilities read once.
+//
+// Threads: each Context calls Vulkan through function tables of its own
+// (functions.hpp), so contexts, own or adopted, on the same instance or on
+// different ones, may be created, used and destroyed from any threads at
+// once. On one Context, these are safe from several threads at once:
+// pipeline() and make_plan(), record() of a plan into different command
+// buffers, submit_and_wait() and run() (they take turns on the queue), and
+// the const accessors. Destroying a Context while another thread uses it
+// is not.
 #pragma once
-#include <volk.h>
+#include <vulkan/vulkan.h>
 
 #include <atomic>
 #include <cstdint>
@@ -13,57 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "vksoftmax/device_info.hpp"
+#include "vksoftmax/functions.hpp"
 #include "vksoftmax/handle.hpp"
 
 namespace vksoftmax {
 
 class Pipeline;
 struct PipelineKey;
-
-// What a physical device offers that the plan and the shaders depend on.
-struct DeviceInfo {
-    uint32_t index = 0;  // position in vkEnumeratePhysicalDevices
-    std::string name;
-    std::string driver_name;  // VkPhysicalDeviceDriverProperties, where known
-    std::string driver_info;
-    uint32_t vendor_id = 0, device_id = 0, driver_version = 0, api_version = 0;
-    VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
-    uint32_t queue_family = 0;  // a family with compute
-
-    uint32_t subgroup_size = 0;  // as reported: shaders read gl_SubgroupSize themselves
-    uint32_t min_subgroup_size = 0, max_subgroup_size = 0;  // size control range; 0 without it
-    bool subgroup_size_control = false;  // requiredSubgroupSize for compute
-    bool compute_full_subgroups = false;
-    uint32_t max_workgroup_subgroups = 0;  // maxComputeWorkgroupSubgroups; 0 without size control
-    VkSubgroupFeatureFlags subgroup_ops = 0;
-    bool subgroup_in_compute = false;
-    bool subgroup_arithmetic() const;  // basic + arithmetic in compute
-    // shaderSubgroupUniformControlFlow: a subgroup that diverged is whole
-    // again where the control flow merges, before the next reduction. The
-    // shaders rely on it where offered (the core spec does not promise it).
-    bool subgroup_uniform_control_flow = false;
-
-    bool storage_16bit = false;  // storageBuffer16BitAccess: fp16 tensors
-    bool shader_float16 = false;
-    bool push_descriptor = false;
-    bool pipeline_statistics = false;  // VK_KHR_pipeline_executable_properties
-
-    float timestamp_period = 0.f;  // ns per tick
-    uint32_t timestamp_valid_bits = 0;  // of the compute family; 0: no timestamps
-    bool timestamps() const { return timestamp_valid_bits > 0 && timestamp_period > 0.f; }
-
-    uint64_t max_storage_buffer_range = 0;
-    uint64_t min_storage_buffer_offset_alignment = 0;
-    uint32_t max_workgroup_count[3] = {0, 0, 0};
-    uint32_t max_workgroup_invocations = 0;
-    uint32_t max_workgroup_size_x = 0;
-    uint32_t max_shared_memory = 0;
-
-    std::string type_name() const;
-    std::string vendor_name() const;
-    std::string api_string() const;
-    std::string subgroup_ops_string() const;
-};
 
 struct ContextOptions {
     // A device index, or a case-insensitive part of its name. Empty: the
@@ -101,14 +67,6 @@ struct HostDevice {
     std::vector<uint8_t> pipeline_cache;
 };
 
-// The devices Vulkan sees, in enumeration order, and the index that
-// Context picks by default (or -1 if none is usable).
-struct DeviceList {
-    std::vector<DeviceInfo> devices;
-    int default_index = -1;
-};
-DeviceList list_devices();
-
 class Context {
 public:
     explicit Context(const ContextOptions& options = {});
@@ -120,7 +78,8 @@ public:
     Context& operator=(const Context&) = delete;
 
     const DeviceInfo& info() const { return info_; }
-    const VolkDeviceTable& vk() const { return vk_; }
+    const DeviceFunctions& vk() const { return vk_; }
+    const InstanceFunctions& instance_functions() const { return instance_vk_; }
     VkInstance instance() const { return instance_.get(); }
     VkPhysicalDevice physical_device() const { return physical_; }
     VkDevice device() const { return device_.get(); }
@@ -155,17 +114,22 @@ public:
     const VkPhysicalDeviceMemoryProperties& memory_properties() const { return memory_; }
 
 private:
+    void create_messenger();
+    void create_device(const ContextOptions& options);
+    void create_submission_objects();
+    void adopt_device(const HostDevice& host);
     void create_pipeline_cache(const std::vector<uint8_t>& initial);
     static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                            VkDebugUtilsMessageTypeFlagsEXT type,
                                                            const VkDebugUtilsMessengerCallbackDataEXT* data,
                                                            void* user);
 
+    InstanceFunctions instance_vk_{};
     Handle<VkInstance> instance_;
     Handle<VkDebugUtilsMessengerEXT> messenger_;
     VkPhysicalDevice physical_ = VK_NULL_HANDLE;
     Handle<VkDevice> device_;
-    VolkDeviceTable vk_{};
+    DeviceFunctions vk_{};
     VkQueue queue_ = VK_NULL_HANDLE;
     DeviceInfo info_;
     VkPhysicalDeviceMemoryProperties memory_{};

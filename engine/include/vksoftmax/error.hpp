@@ -1,7 +1,7 @@
 // Errors: every failed Vulkan call becomes a vksoftmax::Error naming the
 // call and the object it was made on.
 #pragma once
-#include <volk.h>
+#include <vulkan/vulkan.h>
 
 #include <stdexcept>
 #include <string>

@@ -1,6 +1,6 @@
 // Handle<T>: sole owner of one Vulkan object; destroys it when dropped.
 #pragma once
-#include <volk.h>
+#include <vulkan/vulkan.h>
 
 #include <functional>
 #include <utility>

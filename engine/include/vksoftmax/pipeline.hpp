@@ -1,7 +1,7 @@
 // Pipeline: one compute pipeline of softmax.comp, built from the SPIR-V
 // embedded in the library with one set of specialization constants.
 #pragma once
-#include <volk.h>
+#include <vulkan/vulkan.h>
 
 #include <cstdint>
 #include <string>
@@ -13,6 +13,7 @@
 namespace vksoftmax {
 
 class Context;
+struct DeviceFunctions;
 
 // Which shader variant: a module (storage type, reduction) and the values
 // of its specialization constants. Mirrors softmax_common.glsl.
@@ -50,7 +51,7 @@ public:
     const PipelineKey& key() const { return key_; }
     // Records: bind, push the three buffer descriptors and the constants,
     // dispatch `groups` workgroups.
-    void dispatch(const VolkDeviceTable& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],
+    void dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],
                   const PushConstants& push, uint32_t groups) const;
     // The driver's statistics of this pipeline ("Register Count: 40", ...),
     // where the context captures them; empty otherwise.

@@ -2,7 +2,7 @@
 // from the shape, dtype and the device's limits; and its recording into a
 // command buffer.
 #pragma once
-#include <volk.h>
+#include <vulkan/vulkan.h>
 
 #include <cstdint>
 #include <optional>

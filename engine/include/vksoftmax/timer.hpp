@@ -1,7 +1,7 @@
 // Timer: GPU timestamps in a query pool, read back as nanoseconds using the
 // device's timestampPeriod and masked to its timestampValidBits.
 #pragma once
-#include <volk.h>
+#include <vulkan/vulkan.h>
 
 #include <cstdint>
 #include <optional>
@@ -12,6 +12,7 @@
 namespace vksoftmax {
 
 class Context;
+struct DeviceFunctions;
 
 class Timer {
 public:
@@ -28,7 +29,7 @@ public:
     double ns_between(const std::vector<uint64_t>& ticks, uint32_t a, uint32_t b) const;
 
 private:
-    const VolkDeviceTable* vk_;
+    const DeviceFunctions* vk_;
     VkDevice device_;
     uint32_t slots_;
     double period_ns_;

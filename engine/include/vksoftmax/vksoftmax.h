@@ -20,10 +20,15 @@
  *   after: the output is written by VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
  *     with VK_ACCESS_SHADER_WRITE_BIT; readers need a barrier from there.
  *
- * Threads: a context and its plans may be used from several threads at once;
- * recording one plan from several threads into different command buffers
- * is safe. Creating plans concurrently is safe. Destroy a plan or context
- * only once the GPU has finished the work recorded with it.
+ * Threads: each context calls Vulkan through function tables of its own,
+ * loaded from the get_instance_proc_addr it was given; vksoftmax keeps no
+ * process-wide Vulkan state. Contexts may be created, used and destroyed
+ * from any threads at once, on the same instance or on different ones. A
+ * context and its plans may be used from several threads at once: creating
+ * plans concurrently is safe, and so is recording one plan from several
+ * threads into different command buffers. Destroying a plan or context
+ * while another thread uses it is not. Destroy a plan or context only once
+ * the GPU has finished the work recorded with it.
  */
 #ifndef VKSOFTMAX_H
 #define VKSOFTMAX_H

@@ -1,0 +1,28 @@
+// A Vulkan instance with its function tables, and the queries made on it
+// before a device is chosen. Internal to the engine.
+#pragma once
+#include <vector>
+
+#include "vksoftmax/device_info.hpp"
+#include "vksoftmax/functions.hpp"
+#include "vksoftmax/handle.hpp"
+
+namespace vksoftmax {
+
+struct Instance {
+    InstanceFunctions vk;
+    Handle<VkInstance> handle;
+    bool debug_utils = false;  // VK_EXT_debug_utils enabled (with the validation layer)
+};
+
+// An instance of the system loader, with the validation layer (and its
+// synchronization checks) where asked for and installed.
+Instance create_instance(bool validation, bool synchronization_validation);
+
+std::vector<VkPhysicalDevice> physical_devices(const InstanceFunctions& vk, VkInstance instance);
+DeviceInfo query_info(const InstanceFunctions& vk, VkPhysicalDevice physical_device, uint32_t index);
+// The device that `selector` names (an index or a part of its name; empty:
+// the default), or Error(unsupported) saying why none is usable.
+int select_device(const std::vector<DeviceInfo>& devices, const std::string& selector);
+
+}  // namespace vksoftmax
