@@ -2,9 +2,10 @@
 # The correctness gate on a real GPU (a machine with a Vulkan loader, the
 # validation layer and the GPU's Vulkan driver installed): lists devices,
 # runs the demo, the whole GPU test suite with every sweep at full size (a
-# CPU driver runs a share of each sweep), the embedding example and tests,
-# and the full conformance catalogue on the default device (twice where it
-# offers subgroup uniform control flow: with it and without). Run from the
+# CPU driver runs a share of each sweep), the CLI and concurrency tests, the
+# embedding example and tests, and the full conformance catalogue on the
+# default device (twice where it offers subgroup uniform control flow: with
+# it and without). Run from the
 # repository root after building. Logs and the conformance JSON go to $OUT.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-} VKSOFTMAX_CLI=$PWD/build/bin/vksoftmax
@@ -17,6 +18,7 @@ build/bin/vksoftmax_tests --gtest_brief=1 2>&1 | tee "$out/tests.txt" | grep -vE
 grep "^GPU tests on" "$out/tests.txt"
 grep -A5 "Failure" "$out/tests.txt" | cut -c1-300 | head -12
 build/bin/vksoftmax_cli_tests --gtest_brief=1 > "$out/cli.txt" 2>&1; cli_rc=$?; grep -E "Failure|FAILED|PASSED|SKIPPED" "$out/cli.txt" | head -8
+build/bin/vksoftmax_concurrency_tests --gtest_brief=1 > "$out/concurrency.txt" 2>&1; concurrency_rc=$?; tail -2 "$out/concurrency.txt"
 build/bin/embed; embed_rc=$?
 build/bin/vksoftmax_embed_tests --gtest_brief=1 2>&1 | tail -4; embed_tests_rc=${PIPESTATUS[0]}
 build/bin/vksoftmax conformance --json "$out/conformance.json" > "$out/conformance.txt" 2>&1; conf_rc=$?
@@ -28,5 +30,5 @@ if build/bin/vksoftmax devices --json | grep -q '"subgroup_uniform_control_flow"
   build/bin/vksoftmax conformance --no-uniform-control-flow > "$out/conformance-no-ucf.txt" 2>&1; conf2_rc=$?
   grep -E "FAIL|^device" "$out/conformance-no-ucf.txt" | head -20; tail -1 "$out/conformance-no-ucf.txt"
 fi
-echo "demo rc=$demo_rc gpu tests rc=$tests_rc cli tests rc=$cli_rc embed rc=$embed_rc embed tests rc=$embed_tests_rc conformance rc=$conf_rc without uniform control flow rc=$conf2_rc"
-[ "$demo_rc$tests_rc$cli_rc$embed_rc$embed_tests_rc$conf_rc$conf2_rc" = "0000000" ]
+echo "demo rc=$demo_rc gpu tests rc=$tests_rc cli tests rc=$cli_rc concurrency rc=$concurrency_rc embed rc=$embed_rc embed tests rc=$embed_tests_rc conformance rc=$conf_rc without uniform control flow rc=$conf2_rc"
+[ "$demo_rc$tests_rc$cli_rc$concurrency_rc$embed_rc$embed_tests_rc$conf_rc$conf2_rc" = "00000000" ]
