@@ -18,7 +18,6 @@ build/bin/vksoftmax_tests --gtest_brief=1 2>&1 | tee "$out/tests.txt" | grep -vE
 grep "^GPU tests on" "$out/tests.txt"
 grep -A5 "Failure" "$out/tests.txt" | cut -c1-300 | head -12
 build/bin/vksoftmax_cli_tests --gtest_brief=1 > "$out/cli.txt" 2>&1; cli_rc=$?; grep -E "Failure|FAILED|PASSED|SKIPPED" "$out/cli.txt" | head -8
-build/bin/vksoftmax_concurrency_tests --gtest_brief=1 > "$out/concurrency.txt" 2>&1; concurrency_rc=$?; tail -2 "$out/concurrency.txt"
 build/bin/embed; embed_rc=$?
 build/bin/vksoftmax_embed_tests --gtest_brief=1 2>&1 | tail -4; embed_tests_rc=${PIPESTATUS[0]}
 build/bin/vksoftmax conformance --json "$out/conformance.json" > "$out/conformance.txt" 2>&1; conf_rc=$?
@@ -30,5 +29,11 @@ if build/bin/vksoftmax devices --json | grep -q '"subgroup_uniform_control_flow"
   build/bin/vksoftmax conformance --no-uniform-control-flow > "$out/conformance-no-ucf.txt" 2>&1; conf2_rc=$?
   grep -E "FAIL|^device" "$out/conformance-no-ucf.txt" | head -20; tail -1 "$out/conformance-no-ucf.txt"
 fi
+# Bounded: a driver that hangs on contexts made on several threads at once
+# (NVIDIA 580.159.04 did) fails the gate instead of stopping it; last, so that a hang
+# stops nothing else.
+timeout 180 build/bin/vksoftmax_concurrency_tests > "$out/concurrency.txt" 2>&1; concurrency_rc=$?
+grep -E "^\[ +(OK|FAILED) +\]|PASSED|FAILED" "$out/concurrency.txt" | tail -6
+[ "$concurrency_rc" = 124 ] && echo "concurrency: timed out after 180 s in $(grep "RUN" "$out/concurrency.txt" | tail -1)"
 echo "demo rc=$demo_rc gpu tests rc=$tests_rc cli tests rc=$cli_rc concurrency rc=$concurrency_rc embed rc=$embed_rc embed tests rc=$embed_tests_rc conformance rc=$conf_rc without uniform control flow rc=$conf2_rc"
 [ "$demo_rc$tests_rc$cli_rc$concurrency_rc$embed_rc$embed_tests_rc$conf_rc$conf2_rc" = "00000000" ]

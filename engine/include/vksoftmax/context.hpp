@@ -4,11 +4,19 @@
 // Threads: each Context calls Vulkan through function tables of its own
 // (functions.hpp), so contexts, own or adopted, on the same instance or on
 // different ones, may be created, used and destroyed from any threads at
-// once. On one Context, these are safe from several threads at once:
-// pipeline() and make_plan(), record() of a plan into different command
-// buffers, submit_and_wait() and run() (they take turns on the queue), and
-// the const accessors. Destroying a Context while another thread uses it
-// is not.
+// once, as far as vksoftmax goes. Drivers may not be: on NVIDIA
+// 580.159.04 (H100), four threads each creating a Context, running a
+// softmax and destroying it, all at once, hung (Concurrency.AContextPerThread
+// in tests/test_concurrency.cpp); threads creating and destroying Contexts
+// with nothing in between crashed or hung even when the creations and
+// destructions were made one at a time; creations one at a time with work
+// in between, and four threads listing devices at once, ran clean. Not yet
+// explained.
+//
+// On one Context, these are safe from several threads at once: pipeline()
+// and make_plan(), record() of a plan into different command buffers,
+// submit_and_wait() and run() (they take turns on the queue), and the const
+// accessors. Destroying a Context while another thread uses it is not.
 #pragma once
 #include <vulkan/vulkan.h>
 

@@ -23,7 +23,9 @@
  * Threads: each context calls Vulkan through function tables of its own,
  * loaded from the get_instance_proc_addr it was given; vksoftmax keeps no
  * process-wide Vulkan state. Contexts may be created, used and destroyed
- * from any threads at once, on the same instance or on different ones. A
+ * from any threads at once, on the same instance or on different ones, as
+ * far as vksoftmax goes (a driver may hang on devices created and destroyed
+ * on several threads at once: NVIDIA 580.159.04 did, see README). A
  * context and its plans may be used from several threads at once: creating
  * plans concurrently is safe, and so is recording one plan from several
  * threads into different command buffers. Destroying a plan or context
