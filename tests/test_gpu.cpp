@@ -193,7 +193,7 @@ TEST_F(Gpu, LastSlotHeldByOneLane) {
     }
 }
 
-// Short rows held one per slot (KIND 4), several to a subgroup, their
+// Short rows held one per slot (ShaderKind::rows_per_slot), several to a subgroup, their
 // reductions interleaved: a row's NaN, +inf or lack of finite elements must
 // not reach the rows beside it, and the slots past the last row (the grid's
 // tail) must store nothing (the output is poisoned before each run).
@@ -202,7 +202,7 @@ TEST_F(Gpu, SlotRows) {
     if (!d.subgroup_arithmetic()) GTEST_SKIP() << "no subgroup arithmetic on " << d.name;
     const uint64_t G = d.subgroup_size;
     const Plan chosen = make_plan(ctx(), rows_of(1000, 4 * G, Dtype::f32, false));
-    EXPECT_EQ(chosen.key[0].kind, 4u) << "rows of 4 x subgroup size (" << 4 * G << ") are not planned one per slot";
+    EXPECT_EQ(chosen.key[0].kind, ShaderKind::rows_per_slot) << "rows of 4 x subgroup size (" << 4 * G << ") are not planned one per slot";
     EXPECT_GT(chosen.key[0].vpt, 1u) << "one row per subgroup: nothing in flight beside it";
     for (uint64_t cols : {uint64_t{4}, 4 * G - 4, 4 * G})
         for (uint32_t vpt : {1u, 2u, 3u, 5u})
@@ -212,7 +212,7 @@ TEST_F(Gpu, SlotRows) {
                     const uint32_t per_wg = make_plan(ctx(), rows_of(1, cols, dt, log), o).rows_per_workgroup;
                     const Problem p = rows_of(2ull * per_wg + vpt + 1, cols, dt, log);
                     const Plan plan = make_plan(ctx(), p, o);
-                    ASSERT_EQ(plan.key[0].kind, 4u) << describe(p, o) << ": not one row per slot";
+                    ASSERT_EQ(plan.key[0].kind, ShaderKind::rows_per_slot) << describe(p, o) << ": not one row per slot";
                     ASSERT_EQ(plan.key[0].vec, 4u) << describe(p, o) << ": a slot row is one 4-wide access per lane";
                     auto x = random_logits(p.shape.elements(), fresh_seed());
                     x[1 * cols + cols / 2] = kNaN;                                // row 1: a NaN
@@ -260,7 +260,7 @@ TEST_F(Gpu, PlanPicksAccessWidth) {
 }
 
 // fp16 rows longer than 16 elements per invocation of the largest workgroup
-// are planned in two tiles or more, read twice (KIND 3), while fp32 rows of
+// are planned in two tiles or more, read twice (ShaderKind::row_in_tiles), while fp32 rows of
 // the same length are held whole. The row's max sits in the first tile, so
 // that the second's statistic must be rescaled to it; one row has its finite
 // elements only in the second tile, one a NaN and one a +inf there.
@@ -270,13 +270,13 @@ TEST_F(Gpu, LongHalfRowsReadInTiles) {
     while (max_wg * 2 <= std::min({1024u, d.max_workgroup_invocations, d.max_workgroup_size_x})) max_wg *= 2;
     const uint64_t cols = 32ull * max_wg;  // the longest row a workgroup owns: two tiles of 4 slots
     const Plan whole = make_plan(ctx(), rows_of(5, cols, Dtype::f32, false));
-    EXPECT_EQ(whole.key[0].kind, 0u) << "f32 rows of " << cols << " are not held whole";
+    EXPECT_EQ(whole.key[0].kind, ShaderKind::row_in_registers) << "f32 rows of " << cols << " are not held whole";
     if (!d.storage_16bit) GTEST_SKIP() << d.name << " has no 16-bit storage";
     for (bool log : {false, true}) {
         const Problem p = rows_of(5, cols, Dtype::f16, log);
         const Plan plan = make_plan(ctx(), p);
         ASSERT_EQ(plan.path, Path::workgroup_row) << describe(p, {});
-        ASSERT_EQ(plan.key[0].kind, 3u) << describe(p, {}) << ": not read in tiles";
+        ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << describe(p, {}) << ": not read in tiles";
         EXPECT_EQ(plan.key[0].workgroup_size, max_wg) << describe(p, {});
         EXPECT_EQ(plan.key[0].vpt, 4u) << describe(p, {});
         EXPECT_EQ(plan.key[0].vec, 8u) << describe(p, {});

@@ -9,11 +9,22 @@
 
 namespace vksoftmax {
 
+const char* kind_name(ShaderKind kind) {
+    switch (kind) {
+        case ShaderKind::row_in_registers: return "row in registers";
+        case ShaderKind::split_statistics: return "split statistics";
+        case ShaderKind::split_normalize: return "split normalize";
+        case ShaderKind::row_in_tiles: return "row in tiles";
+        case ShaderKind::rows_per_slot: return "rows per slot";
+    }
+    return "?";
+}
+
 std::string PipelineKey::id() const {
     if (copy) return "copy/wg" + std::to_string(workgroup_size);
     return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
            "/vpt" + std::to_string(vpt) + "/vec" + std::to_string(vec) + (log ? "/log" : "") +
-           (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/kind" + std::to_string(kind) +
+           (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/kind" + std::to_string(static_cast<uint32_t>(kind)) +
            "/req" + std::to_string(required_subgroup_size);
 }
 
@@ -64,7 +75,8 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
 
     // constant_id 0..6 of softmax_common.glsl; booleans are 32-bit.
     const std::array<uint32_t, 7> values = {key.workgroup_size,     key.vpt,  key.vec,  key.log ? 1u : 0u,
-                                            key.subgroup_rows ? 1u : 0u, key.accurate ? 1u : 0u, key.kind};
+                                            key.subgroup_rows ? 1u : 0u, key.accurate ? 1u : 0u,
+                                            static_cast<uint32_t>(key.kind)};
     std::array<VkSpecializationMapEntry, 7> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares only constant_id 0.

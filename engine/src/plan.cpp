@@ -4,11 +4,14 @@
 #include <cmath>
 #include <limits>
 
+#include "tuning.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
 
 namespace vksoftmax {
 namespace {
+
+using namespace tuning;
 
 uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 uint32_t floor_pow2(uint32_t x) {
@@ -17,37 +20,90 @@ uint32_t floor_pow2(uint32_t x) {
     return p;
 }
 
-// Measured on an H200 (bench/NOTES.md): holding a row in more vec4 slots
-// per invocation beats spreading it over more invocations, because every
-// cross-subgroup step costs barriers (f32 1280x12888: 256 x 13 slots
-// 35.9 us, 512 x 7 37.7), down to workgroups of 4 subgroups (f16
-// 20480x4096: 128 x 8 83.8 us, 64 x 16 85.6). A workgroup holds rows up to
-// 32 floats per invocation of its largest size (32768 at 1024: half an
-// NVIDIA SM's register file); a subgroup owns rows up to 32 x subgroup
-// size (1024 floats at 32) and needs no barrier at all.
-constexpr uint32_t kMaxVpt = 16;            // vec4 slots per invocation: 64 floats in registers
-constexpr uint32_t kRowVptAtMaxWorkgroup = 8;  // workgroup rows up to 4 * 8 * largest workgroup
-constexpr uint32_t kMinRowSubgroups = 4;    // subgroups on a workgroup row, at least
-// A fp16 row is held as fp32, twice its bytes: beyond 16 elements per
-// invocation of the largest workgroup it is read in tiles of 4 slots and
-// re-read for the write (the second read mostly from cache) rather than
-// held whole. Whole, f16 1024x32768 needs 127 registers x 512 invocations,
-// one workgroup per NVIDIA SM, 54.7 us; in two tiles 31 x 1024, two per SM,
-// 46.0 us. fp32 rows lose more to the re-read than they gain (f32
-// 1024x32768: 75.0 us whole, 85.8 in two tiles) and are held whole.
-constexpr uint32_t kHalfRowVptAtMaxWorkgroup = 4;
-constexpr uint32_t kSubgroupRowVpt = 8;     // a subgroup holds rows up to 32 * subgroup size
-constexpr uint32_t kRowsWorkgroupShort = 256;  // subgroup rows of one vec4 slot: more rows per workgroup
-// Rows of at most 4 x subgroup size, 4-wide: rows held per subgroup, one per
-// slot, so that their loads are in flight together (PyTorch's warp softmax
-// holds two such rows per warp too). Scalar rows (4 loads per slot) stay one
-// per subgroup: f16 20480x77 took 7.16 us with two, 6.91 with one.
-constexpr uint32_t kSlotRows = 2;
-constexpr uint32_t kRowsWorkgroup = 128;
-constexpr uint32_t kSplitWorkgroup = 256;
-constexpr uint32_t kSplitVpt = 4;
-constexpr uint64_t kSplitTargetItems = 1024;  // chunks in flight across all rows
-constexpr uint64_t kSplitMaxChunks = 512;     // partials each pass-2 workgroup merges
+// 1 / T, or Error(invalid_argument) for a temperature the shaders cannot use.
+float inverse_temperature(const Problem& problem) {
+    if (!(problem.temperature > 0.0) || !std::isfinite(problem.temperature))
+        throw Error(ErrorKind::invalid_argument,
+                    "temperature must be positive and finite, got " + std::to_string(problem.temperature));
+    const float inv_t = static_cast<float>(1.0 / problem.temperature);
+    if (!std::isfinite(inv_t))
+        throw Error(ErrorKind::invalid_argument,
+                    "temperature " + std::to_string(problem.temperature) + " is too small: 1/T overflows fp32");
+    return inv_t;
+}
+
+// Error(unsupported) for a tensor the device or the shaders' 32-bit
+// indexing cannot hold.
+void check_fits(const DeviceInfo& d, const Problem& problem, uint64_t bytes) {
+    const uint64_t n = problem.shape.elements();
+    if (n > std::numeric_limits<uint32_t>::max())
+        throw Error(ErrorKind::unsupported, "tensor of " + std::to_string(n) + " elements: at most 2^32-1 are supported");
+    if (bytes > d.max_storage_buffer_range)
+        throw Error(ErrorKind::unsupported, "tensor of " + std::to_string(bytes) + " bytes exceeds maxStorageBufferRange (" +
+                                                std::to_string(d.max_storage_buffer_range) + ") of " + d.name);
+}
+
+// What the planners may use of the device for this problem.
+struct Limits {
+    bool subgroup_reduction = false;
+    uint32_t required_subgroup_size = 0;  // asked for by the options; 0: none
+    uint32_t subgroup_size = 1;           // the size the geometry is planned for
+    uint32_t max_workgroup = 1, min_workgroup = 1;
+};
+
+bool use_subgroup_reduction(const DeviceInfo& d, Reduction reduction) {
+    switch (reduction) {
+        case Reduction::automatic: return d.subgroup_arithmetic();
+        case Reduction::subgroup:
+            if (!d.subgroup_arithmetic())
+                throw Error(ErrorKind::unsupported, d.name + " has no subgroup arithmetic in compute shaders");
+            return true;
+        case Reduction::shared: return false;
+    }
+    return false;
+}
+
+// A required subgroup size also bounds the workgroup: at most
+// maxComputeWorkgroupSubgroups subgroups of that size.
+uint32_t workgroup_cap(const DeviceInfo& d, uint32_t max_workgroup, uint32_t subgroup_size) {
+    return d.max_workgroup_subgroups ? std::min(max_workgroup, floor_pow2(subgroup_size * d.max_workgroup_subgroups))
+                                     : max_workgroup;
+}
+
+Limits device_limits(const DeviceInfo& d, const PlanOptions& options) {
+    Limits l;
+    l.subgroup_reduction = use_subgroup_reduction(d, options.reduction);
+    const uint32_t required = options.subgroup_size;
+    if (required != 0 && (!d.subgroup_size_control || required < d.min_subgroup_size || required > d.max_subgroup_size))
+        throw Error(ErrorKind::unsupported, "subgroup size " + std::to_string(required) + " is not in the range " +
+                                                d.name + " can require");
+    l.required_subgroup_size = required;
+    // Shaders read the real subgroup size and stay correct if the driver
+    // gives another than the one planned for.
+    l.subgroup_size = required ? required : std::max<uint32_t>(d.subgroup_size, 1);
+    l.max_workgroup = floor_pow2(std::min({1024u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
+    if (required) l.max_workgroup = workgroup_cap(d, l.max_workgroup, required);
+    l.min_workgroup = std::min(l.max_workgroup, std::max(required, 32u));
+    return l;
+}
+
+// Elements per access: 16-byte vectors where every row starts and ends on
+// one (8 fp16 elements fill two slots, so the slot count must be even).
+uint32_t access_width(const Problem& problem, uint32_t slots) {
+    const Shape& s = problem.shape;
+    if (s.inner != 1 || s.axis % 4 != 0) return 1;
+    return problem.dtype == Dtype::f16 && s.axis % 8 == 0 && slots % 2 == 0 ? 8 : 4;
+}
+
+// `want` slots per invocation (at most `most`), rounded up to even where
+// the row could take 16-byte fp16 accesses, which an odd count would halve
+// (f16 1280x12888: 256 x 14 slots 23.5 us, 256 x 13 26.4); a single slot
+// is left alone: rounding it up would idle half the lanes.
+uint32_t slots_for(const Problem& problem, uint64_t want, uint32_t most) {
+    const uint32_t slots = static_cast<uint32_t>(std::clamp<uint64_t>(want, 1, most));
+    const bool wide_f16 = access_width(problem, 2) == 8;
+    return wide_f16 && slots > 1 && slots % 2 != 0 ? std::min(slots + 1, most & ~1u) : slots;
+}
 
 }  // namespace
 
@@ -60,184 +116,191 @@ const char* path_name(Path p) {
     return "?";
 }
 
-Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options) {
-    const DeviceInfo& d = ctx.info();
-    const Shape& s = problem.shape;
+Path choose_path(const DeviceInfo& device, const Problem& problem, const PlanOptions& options) {
+    const Limits l = device_limits(device, options);
+    if (options.path) {
+        if (*options.path == Path::subgroup_row && !l.subgroup_reduction)
+            throw Error(ErrorKind::unsupported, "the subgroup-row path needs subgroup arithmetic");
+        return *options.path;
+    }
+    const uint64_t axis = problem.shape.axis;
+    if (l.subgroup_reduction && axis <= 4ull * kSubgroupRowSlots * l.subgroup_size) return Path::subgroup_row;
+    if (axis <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup) return Path::workgroup_row;
+    return Path::split;
+}
+
+namespace {
+
+// The geometry of one plan: workgroups, slots and the work items they take.
+struct Geometry {
+    uint32_t workgroup_size = 256;
+    uint32_t slots = 1;
+    uint32_t required_subgroup_size = 0;
+    bool subgroup_rows = false;
+    uint32_t rows_per_workgroup = 1;
+    uint64_t items = 0;  // work items the dispatch's workgroups take
+    uint32_t chunks = 1, chunk = 0;  // split path: chunks per row, elements per chunk
+    uint64_t workspace_bytes = 0;
+};
+
+// Short 4-wide rows, one per slot (ShaderKind::rows_per_slot): slots count
+// rows, not slots of one row.
+bool holds_rows_per_slot(const Problem& problem, Path path, const Limits& l) {
+    return path == Path::subgroup_row && problem.shape.axis <= 4ull * l.subgroup_size && access_width(problem, 1) == 4;
+}
+
+uint32_t rows_per_workgroup(const Geometry& g, const Limits& l, bool slot_rows) {
+    return std::max(1u, g.workgroup_size / l.subgroup_size) * (slot_rows ? g.slots : 1u);
+}
+
+// A subgroup owns a row, or holds several short ones (one per slot).
+Geometry plan_subgroup_rows(const DeviceInfo& d, const Problem& problem, const Limits& l, bool slot_rows) {
+    Geometry g;
+    g.required_subgroup_size = l.required_subgroup_size;
+    // Pin the planned size where the device lets us, so that a row fits the
+    // registers of one subgroup.
+    uint32_t cap = l.max_workgroup;
+    const uint32_t sg = l.subgroup_size;
+    if (!l.required_subgroup_size && d.subgroup_size_control && sg >= d.min_subgroup_size && sg <= d.max_subgroup_size) {
+        g.required_subgroup_size = sg;
+        cap = workgroup_cap(d, l.max_workgroup, sg);
+    }
+    g.subgroup_rows = true;
+    g.slots = slot_rows ? kSlotRows : slots_for(problem, div_up(problem.shape.axis, 4ull * sg), kSubgroupRowSlots);
+    g.workgroup_size = std::min(cap, std::max(sg, g.slots == 1 ? kRowsWorkgroupShort : kRowsWorkgroup));
+    g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
+    g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
+    return g;
+}
+
+// A workgroup owns a row, held in registers (fp16 rows past
+// kHalfRowSlotsAtMaxWorkgroup per invocation: read in tiles).
+Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
+    Geometry g;
+    g.required_subgroup_size = l.required_subgroup_size;
+    g.items = problem.shape.rows();
+    const uint64_t axis = problem.shape.axis;
+    if (problem.dtype == Dtype::f16 && axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup) {
+        g.workgroup_size = l.max_workgroup;
+        g.slots = kHalfRowSlotsAtMaxWorkgroup;  // tiles shorter than the row: ShaderKind::row_in_tiles
+        return g;
+    }
+    uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
+    while (wg < l.max_workgroup && 4ull * kMaxSlots * wg < axis) wg *= 2;
+    g.workgroup_size = wg;
+    g.slots = slots_for(problem, div_up(axis, 4ull * wg), kMaxSlots);
+    return g;
+}
+
+// Chunks of the split path for the geometry's tile: `want` elements each,
+// rounded up to whole tiles.
+void set_chunks(Geometry& g, const Problem& problem, uint64_t want) {
+    const uint64_t tile = 4ull * g.slots * g.workgroup_size;
+    const uint64_t c = std::max<uint64_t>(tile, div_up(want, tile) * tile);
+    g.chunk = static_cast<uint32_t>(std::min<uint64_t>(c, std::numeric_limits<uint32_t>::max() / 2));
+    g.chunks = static_cast<uint32_t>(div_up(problem.shape.axis, g.chunk));
+    g.items = problem.shape.rows() * g.chunks;
+    g.workspace_bytes = g.items * 16;
+}
+
+// Long rows: chunks across workgroups, two dispatches.
+Geometry plan_split(const Problem& problem, const PlanOptions& options, const Limits& l) {
+    Geometry g;
+    g.required_subgroup_size = l.required_subgroup_size;
+    g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, kSplitWorkgroup));
+    g.slots = kSplitSlots;
+    const uint64_t rows = problem.shape.rows();
+    const uint64_t want = options.chunk_elements
+                              ? options.chunk_elements
+                              : div_up(problem.shape.axis, std::clamp<uint64_t>(div_up(kSplitTargetItems, rows), 1, kSplitMaxChunks));
+    set_chunks(g, problem, want);
+    if (g.items > std::numeric_limits<uint32_t>::max())
+        throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
+    return g;
+}
+
+// Tuning overrides of the workgroup size and slot count: the shaders stay
+// correct for any geometry (rows longer than a tile are folded tile by tile).
+void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& options, const Limits& l, Path path,
+                     bool slot_rows) {
+    if (!options.workgroup_size && !options.vpt) return;
+    if (options.workgroup_size) {
+        if (options.workgroup_size > l.max_workgroup || (options.workgroup_size & (options.workgroup_size - 1)))
+            throw Error(ErrorKind::invalid_argument,
+                        "workgroup size override must be a power of two <= " + std::to_string(l.max_workgroup));
+        g.workgroup_size = options.workgroup_size;
+    }
+    if (options.vpt) g.slots = options.vpt;
+    if (g.subgroup_rows) {
+        g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
+        g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
+    }
+    if (path == Path::split) set_chunks(g, problem, g.chunk);
+}
+
+// What pass `pass` of a plan dispatches.
+ShaderKind shader_kind(Path path, uint32_t pass, bool slot_rows, bool long_rows) {
+    if (path == Path::split) return pass == 0 ? ShaderKind::split_statistics : ShaderKind::split_normalize;
+    if (slot_rows) return ShaderKind::rows_per_slot;
+    return long_rows ? ShaderKind::row_in_tiles : ShaderKind::row_in_registers;
+}
+
+}  // namespace
+
+Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOptions& options) {
     Plan plan;
     plan.problem = problem;
-
-    if (!(problem.temperature > 0.0) || !std::isfinite(problem.temperature))
-        throw Error(ErrorKind::invalid_argument,
-                    "temperature must be positive and finite, got " + std::to_string(problem.temperature));
-    float inv_t = static_cast<float>(1.0 / problem.temperature);
-    if (!std::isfinite(inv_t))
-        throw Error(ErrorKind::invalid_argument,
-                    "temperature " + std::to_string(problem.temperature) + " is too small: 1/T overflows fp32");
+    const float inv_t = inverse_temperature(problem);
     if (problem.dtype == Dtype::f16 && !d.storage_16bit)
         throw Error(ErrorKind::unsupported, "fp16 tensors need storageBuffer16BitAccess, which " + d.name + " lacks");
+    plan.tensor_bytes = problem.shape.elements() * dtype_size(problem.dtype);
+    if (problem.shape.elements() == 0) return plan;
+    check_fits(d, problem, plan.tensor_bytes);
 
-    const uint64_t n = s.elements();
-    plan.tensor_bytes = n * dtype_size(problem.dtype);
-    if (n == 0) return plan;
-    if (n > std::numeric_limits<uint32_t>::max())
-        throw Error(ErrorKind::unsupported, "tensor of " + std::to_string(n) + " elements: at most 2^32-1 are supported");
-    if (plan.tensor_bytes > d.max_storage_buffer_range)
-        throw Error(ErrorKind::unsupported, "tensor of " + std::to_string(plan.tensor_bytes) +
-                                                " bytes exceeds maxStorageBufferRange (" +
-                                                std::to_string(d.max_storage_buffer_range) + ") of " + d.name);
+    const Limits l = device_limits(d, options);
+    const Path path = choose_path(d, problem, options);
+    const bool slot_rows = holds_rows_per_slot(problem, path, l);
+    Geometry g = path == Path::subgroup_row    ? plan_subgroup_rows(d, problem, l, slot_rows)
+                 : path == Path::workgroup_row ? plan_workgroup_row(problem, l)
+                                               : plan_split(problem, options, l);
+    apply_overrides(g, problem, options, l, path, slot_rows);
 
-    bool use_sg = false;
-    switch (options.reduction) {
-        case Reduction::automatic: use_sg = d.subgroup_arithmetic(); break;
-        case Reduction::subgroup:
-            if (!d.subgroup_arithmetic())
-                throw Error(ErrorKind::unsupported, d.name + " has no subgroup arithmetic in compute shaders");
-            use_sg = true;
-            break;
-        case Reduction::shared: use_sg = false; break;
-    }
-    uint32_t required = options.subgroup_size;
-    if (required != 0 && (!d.subgroup_size_control || required < d.min_subgroup_size || required > d.max_subgroup_size))
-        throw Error(ErrorKind::unsupported, "subgroup size " + std::to_string(required) + " is not in the range " +
-                                                d.name + " can require");
-    // The subgroup size the geometry is planned for. Shaders read the real
-    // one and stay correct if the driver gives another.
-    uint32_t sg = required ? required : std::max<uint32_t>(d.subgroup_size, 1);
-    uint32_t max_wg = floor_pow2(std::min({1024u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
-    // A required subgroup size also bounds the workgroup: at most
-    // maxComputeWorkgroupSubgroups subgroups of that size.
-    auto cap_for = [&](uint32_t size) {
-        return d.max_workgroup_subgroups ? std::min(max_wg, floor_pow2(size * d.max_workgroup_subgroups)) : max_wg;
-    };
-    if (required) max_wg = cap_for(required);
-    const uint32_t min_wg = std::min(max_wg, std::max(required, 32u));
-    // Elements per access: 16-byte vectors where every row starts and ends
-    // on one (8 fp16 elements fill two slots, so VPT must be even).
-    auto vec_for = [&](uint32_t vpt) -> uint32_t {
-        if (s.inner != 1 || s.axis % 4 != 0) return 1;
-        return problem.dtype == Dtype::f16 && s.axis % 8 == 0 && vpt % 2 == 0 ? 8 : 4;
-    };
-    // `want` slots per invocation (at most `most`), rounded up to even where
-    // the row could take 16-byte fp16 accesses, which an odd count would halve
-    // (f16 1280x12888: 256 x 14 slots 23.5 us, 256 x 13 26.4); a single slot
-    // is left alone: rounding it up would idle half the lanes.
-    auto slots_for = [&](uint64_t want, uint32_t most) -> uint32_t {
-        uint32_t vpt = static_cast<uint32_t>(std::clamp<uint64_t>(want, 1, most));
-        const bool wide_f16 = vec_for(2) == 8;
-        return wide_f16 && vpt > 1 && vpt % 2 != 0 ? std::min(vpt + 1, most & ~1u) : vpt;
-    };
-
-    Path path;
-    if (options.path) {
-        path = *options.path;
-        if (path == Path::subgroup_row && !use_sg)
-            throw Error(ErrorKind::unsupported, "the subgroup-row path needs subgroup arithmetic");
-    } else if (use_sg && s.axis <= 4ull * kSubgroupRowVpt * sg) {
-        path = Path::subgroup_row;
-    } else if (s.axis <= 4ull * kRowVptAtMaxWorkgroup * max_wg) {
-        path = Path::workgroup_row;
-    } else {
-        path = Path::split;
-    }
     plan.path = path;
+    plan.passes = path == Path::split ? 2 : 1;
+    plan.rows_per_workgroup = g.rows_per_workgroup;
+    plan.workspace_bytes = path == Path::split ? g.workspace_bytes : 0;
+    plan.groups = static_cast<uint32_t>(std::min<uint64_t>(g.items, d.max_workgroup_count[0]));
+    const Shape& s = problem.shape;
+    plan.push = PushConstants{static_cast<uint32_t>(s.rows()), static_cast<uint32_t>(s.axis), static_cast<uint32_t>(s.inner),
+                              g.chunks, g.chunk, inv_t};
 
     PipelineKey key;
     key.dtype = problem.dtype;
-    key.subgroup = use_sg;
+    key.subgroup = l.subgroup_reduction;
     key.log = problem.log;
     key.accurate = problem.precision == Precision::accurate;
-    key.required_subgroup_size = required;
-
-    const uint64_t rows = s.rows();
-    uint64_t items = rows;
-    uint32_t chunks = 1, chunk = 0;
-    // Short 4-wide rows, one per slot (KIND 4): VPT counts rows, not slots of one.
-    const bool slot_rows = path == Path::subgroup_row && s.axis <= 4ull * sg && vec_for(1) == 4;
-    switch (path) {
-        case Path::subgroup_row: {
-            // Pin the planned size where the device lets us, so that a row
-            // fits the registers of one subgroup.
-            uint32_t wg_cap = max_wg;
-            if (!required && d.subgroup_size_control && sg >= d.min_subgroup_size && sg <= d.max_subgroup_size) {
-                key.required_subgroup_size = sg;
-                wg_cap = cap_for(sg);
-            }
-            key.subgroup_rows = true;
-            key.vpt = slot_rows ? kSlotRows : slots_for(div_up(s.axis, 4ull * sg), kSubgroupRowVpt);
-            key.workgroup_size = std::min(wg_cap, std::max(sg, key.vpt == 1 ? kRowsWorkgroupShort : kRowsWorkgroup));
-            plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg) * (slot_rows ? key.vpt : 1u);
-            items = div_up(rows, plan.rows_per_workgroup);
-            break;
-        }
-        case Path::workgroup_row: {
-            if (problem.dtype == Dtype::f16 && s.axis > 4ull * kHalfRowVptAtMaxWorkgroup * max_wg) {
-                key.workgroup_size = max_wg;
-                key.vpt = kHalfRowVptAtMaxWorkgroup;  // tiles shorter than the row: KIND 3 below
-                break;
-            }
-            uint32_t wg = std::max(min_wg, std::min(max_wg, kMinRowSubgroups * sg));
-            while (wg < max_wg && 4ull * kMaxVpt * wg < s.axis) wg *= 2;
-            key.workgroup_size = wg;
-            key.vpt = slots_for(div_up(s.axis, 4ull * wg), kMaxVpt);
-            break;
-        }
-        case Path::split: {
-            key.workgroup_size = std::max(min_wg, std::min(max_wg, kSplitWorkgroup));
-            key.vpt = kSplitVpt;
-            const uint64_t tile = 4ull * key.vpt * key.workgroup_size;
-            uint64_t want = options.chunk_elements
-                                ? options.chunk_elements
-                                : div_up(s.axis, std::clamp<uint64_t>(div_up(kSplitTargetItems, rows), 1, kSplitMaxChunks));
-            uint64_t c = std::max<uint64_t>(tile, div_up(want, tile) * tile);
-            chunk = static_cast<uint32_t>(std::min<uint64_t>(c, std::numeric_limits<uint32_t>::max() / 2));
-            chunks = static_cast<uint32_t>(div_up(s.axis, chunk));
-            items = rows * chunks;
-            if (items > std::numeric_limits<uint32_t>::max())
-                throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
-            plan.workspace_bytes = items * 16;
-            break;
-        }
-    }
-    if (options.workgroup_size || options.vpt) {
-        // Tuning overrides: the shaders stay correct for any geometry (rows
-        // longer than a tile are folded tile by tile).
-        if (options.workgroup_size) {
-            if (options.workgroup_size > max_wg || (options.workgroup_size & (options.workgroup_size - 1)))
-                throw Error(ErrorKind::invalid_argument, "workgroup size override must be a power of two <= " +
-                                                             std::to_string(max_wg));
-            key.workgroup_size = options.workgroup_size;
-        }
-        if (options.vpt) key.vpt = options.vpt;
-        if (key.subgroup_rows) {
-            plan.rows_per_workgroup = std::max(1u, key.workgroup_size / sg) * (slot_rows ? key.vpt : 1u);
-            items = div_up(rows, plan.rows_per_workgroup);
-        }
-        if (path == Path::split) {
-            const uint64_t tile = 4ull * key.vpt * key.workgroup_size;
-            chunk = static_cast<uint32_t>(std::max<uint64_t>(tile, (chunk + tile - 1) / tile * tile));
-            chunks = static_cast<uint32_t>(div_up(s.axis, chunk));
-            items = rows * chunks;
-            plan.workspace_bytes = items * 16;
-        }
-    }
+    key.required_subgroup_size = g.required_subgroup_size;
+    key.subgroup_rows = g.subgroup_rows;
+    key.workgroup_size = g.workgroup_size;
+    key.vpt = g.slots;
     // A slot row is one slot wide: 4-wide, never a 16-byte pair.
-    key.vec = slot_rows ? 4u : vec_for(key.vpt);
-    plan.groups = static_cast<uint32_t>(std::min<uint64_t>(items, d.max_workgroup_count[0]));
-    plan.push = PushConstants{static_cast<uint32_t>(rows), static_cast<uint32_t>(s.axis), static_cast<uint32_t>(s.inner),
-                              chunks, chunk, inv_t};
-
-    plan.passes = path == Path::split ? 2 : 1;
+    key.vec = slot_rows ? 4u : access_width(problem, g.slots);
     // A row path whose tile (possible through overrides) is shorter than the
     // row gets the variant made only of the tile-by-tile loops: on NVIDIA
     // 580.159.04 the variant holding both forms gave NaN rows for some slot
     // counts (bench/NOTES.md).
-    const uint64_t planned_tile = 4ull * key.vpt * (key.subgroup_rows ? sg : key.workgroup_size);
+    const uint64_t planned_tile = 4ull * g.slots * (g.subgroup_rows ? l.subgroup_size : g.workgroup_size);
     const bool long_rows = path != Path::split && !slot_rows && s.axis > planned_tile;
     for (uint32_t p = 0; p < plan.passes; ++p) {
         plan.key[p] = key;
-        plan.key[p].kind = path == Path::split ? p + 1 : slot_rows ? 4 : long_rows ? 3 : 0;
-        plan.pipeline[p] = &ctx.pipeline(plan.key[p]);
+        plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows);
     }
+    return plan;
+}
+
+Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options) {
+    Plan plan = plan_geometry(ctx.info(), problem, options);
+    for (uint32_t p = 0; p < plan.passes; ++p) plan.pipeline[p] = &ctx.pipeline(plan.key[p]);
     return plan;
 }
 

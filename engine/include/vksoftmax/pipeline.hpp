@@ -15,6 +15,17 @@ namespace vksoftmax {
 class Context;
 struct DeviceFunctions;
 
+// What one dispatch of softmax.comp does: its KIND specialization constant
+// (the KIND_* constants of softmax_common.glsl, same values).
+enum class ShaderKind : uint32_t {
+    row_in_registers = 0,  // a group owns a row, read once into registers (tile by tile if longer)
+    split_statistics = 1,  // split pass 1: each chunk's (m, d) and flags
+    split_normalize = 2,   // split pass 2: merge a row's partials, write the chunk
+    row_in_tiles = 3,      // a group owns a row the plan knows is longer than a tile
+    rows_per_slot = 4,     // a subgroup holds several short rows, one in each vec4 slot
+};
+const char* kind_name(ShaderKind kind);
+
 // Which shader variant: a module (storage type, reduction) and the values
 // of its specialization constants. Mirrors softmax_common.glsl.
 struct PipelineKey {
@@ -22,14 +33,12 @@ struct PipelineKey {
     Dtype dtype = Dtype::f32;
     bool subgroup = true;  // subgroup arithmetic (else shared-memory tree)
     uint32_t workgroup_size = 256;
-    uint32_t vpt = 1;  // vec4 slots per invocation (kind 4: one row in each)
+    uint32_t vpt = 1;  // vec4 slots per invocation (rows_per_slot: one row in each)
     uint32_t vec = 1;  // elements per memory access: 1, 4, or 8 (fp16, 16 bytes)
     bool log = false;
     bool subgroup_rows = false;
     bool accurate = false;
-    // 0 row, 3 row longer than the planned tile, 1/2 split pass 1/2,
-    // 4 short rows, one per slot
-    uint32_t kind = 0;
+    ShaderKind kind = ShaderKind::row_in_registers;
     uint32_t required_subgroup_size = 0;  // 0: the driver's choice
 
     std::string id() const;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "vksoftmax/device_info.hpp"
 #include "vksoftmax/pipeline.hpp"
 #include "vksoftmax/types.hpp"
 
@@ -29,8 +30,8 @@ struct PlanOptions {
     std::optional<Path> path;        // force a path (tests, conformance)
     uint32_t chunk_elements = 0;     // split path: elements per chunk (rounded to a tile)
     uint32_t workgroup_size = 0;     // override (a power of two); 0: the plan's choice
-    uint32_t vpt = 0;                // override of vec4 slots per invocation (kind 4: rows per
-                                     // subgroup, one per slot); 0: the plan's choice
+    uint32_t vpt = 0;                // override of vec4 slots per invocation (rows_per_slot: rows
+                                     // per subgroup, one per slot); 0: the plan's choice
 };
 
 struct Plan {
@@ -46,8 +47,20 @@ struct Plan {
     uint32_t rows_per_workgroup = 1;
 };
 
-// Validates the problem against the device (Error: invalid_argument or
-// unsupported) and creates the pipelines it needs, so recording never does.
+// Which path a problem takes on a device: the forced one, else a subgroup
+// per row for rows of up to 32 x the subgroup size (with subgroup
+// arithmetic), a workgroup per row up to 32 x the largest workgroup, else
+// split.
+Path choose_path(const DeviceInfo& device, const Problem& problem, const PlanOptions& options = {});
+
+// The plan for a device from its description alone: path, geometry, shader
+// variants and push constants, validated (Error: invalid_argument or
+// unsupported), with no pipeline created (plan.pipeline stays null). One
+// planner per path; the tuning constants are in engine/src/tuning.hpp.
+Plan plan_geometry(const DeviceInfo& device, const Problem& problem, const PlanOptions& options = {});
+
+// plan_geometry() on the context's device, and the pipelines the plan needs
+// created, so recording never does.
 Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options = {});
 
 struct BufferRange {

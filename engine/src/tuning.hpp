@@ -1,0 +1,44 @@
+// The plan's tuning constants, each with the measurement and the device
+// behind its value. Measured on one NVIDIA H200 (driver 580.159.04,
+// subgroups of 32) unless said otherwise (bench/NOTES.md has the runs);
+// other vendors' values go beside these when their GPUs are measured.
+#pragma once
+#include <cstdint>
+
+namespace vksoftmax::tuning {
+
+// Holding a row in more vec4 slots per invocation beats spreading it over
+// more invocations, because every cross-subgroup step costs barriers (f32
+// 1280x12888: 256 x 13 slots 35.9 us, 512 x 7 37.7), down to workgroups of
+// 4 subgroups (f16 20480x4096: 128 x 8 83.8 us, 64 x 16 85.6).
+constexpr uint32_t kMaxSlots = 16;                 // vec4 slots per invocation: 64 floats in registers
+constexpr uint32_t kMinRowSubgroups = 4;           // subgroups on a workgroup row, at least
+// A workgroup holds rows up to 32 floats per invocation of its largest
+// size (32768 at 1024: half an NVIDIA SM's register file); longer rows
+// take the split path.
+constexpr uint32_t kRowSlotsAtMaxWorkgroup = 8;
+// A fp16 row is held as fp32, twice its bytes: beyond 16 elements per
+// invocation of the largest workgroup it is read in tiles of 4 slots and
+// re-read for the write (the second read mostly from cache) rather than
+// held whole. Whole, f16 1024x32768 needs 127 registers x 512 invocations,
+// one workgroup per NVIDIA SM, 54.7 us; in two tiles 31 x 1024, two per SM,
+// 46.0 us. fp32 rows lose more to the re-read than they gain (f32
+// 1024x32768: 75.0 us whole, 85.8 in two tiles) and are held whole.
+constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
+// A subgroup owns rows up to 32 x subgroup size (1024 floats at 32) and
+// needs no barrier at all.
+constexpr uint32_t kSubgroupRowSlots = 8;
+constexpr uint32_t kRowsWorkgroupShort = 256;  // subgroup rows of one vec4 slot: more rows per workgroup
+constexpr uint32_t kRowsWorkgroup = 128;
+// Rows of at most 4 x subgroup size, 4-wide: rows held per subgroup, one per
+// slot, so that their loads are in flight together (PyTorch's warp softmax
+// holds two such rows per warp too). Scalar rows (4 loads per slot) stay one
+// per subgroup: f16 20480x77 took 7.16 us with two, 6.91 with one.
+constexpr uint32_t kSlotRows = 2;
+// The split path: chunks of rows spread over workgroups, two dispatches.
+constexpr uint32_t kSplitWorkgroup = 256;
+constexpr uint32_t kSplitSlots = 4;
+constexpr uint64_t kSplitTargetItems = 1024;  // chunks in flight across all rows
+constexpr uint64_t kSplitMaxChunks = 512;     // partials each pass-2 workgroup merges
+
+}  // namespace vksoftmax::tuning

@@ -1,0 +1,164 @@
+// The plan's decisions, apart from GPU numerics and with no device: which
+// path, shader kind and geometry a shape takes on a described device
+// (plan_geometry on a DeviceInfo). The GPU tests check that each of these
+// computes the right values.
+#include <gtest/gtest.h>
+
+#include "vksoftmax/error.hpp"
+#include "vksoftmax/plan.hpp"
+
+namespace {
+
+using namespace vksoftmax;
+
+// An NVIDIA H200 as vksoftmax sees it (580.159.04): subgroups of 32, fixed.
+DeviceInfo h200() {
+    DeviceInfo d;
+    d.name = "NVIDIA H200 (described)";
+    d.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    d.subgroup_size = d.min_subgroup_size = d.max_subgroup_size = 32;
+    d.subgroup_size_control = d.compute_full_subgroups = true;
+    d.max_workgroup_subgroups = 32;
+    d.subgroup_in_compute = true;
+    d.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    d.storage_16bit = true;
+    d.max_storage_buffer_range = 0xffffffffull;
+    d.max_workgroup_count[0] = d.max_workgroup_count[1] = d.max_workgroup_count[2] = 0x7fffffff;
+    d.max_workgroup_invocations = d.max_workgroup_size_x = 1024;
+    return d;
+}
+
+// The same device without subgroup arithmetic: shared-memory reductions.
+DeviceInfo without_subgroups() {
+    DeviceInfo d = h200();
+    d.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT;
+    return d;
+}
+
+Problem rows_of(uint64_t rows, uint64_t cols, Dtype dt = Dtype::f32) {
+    Problem p;
+    p.shape = {rows, cols, 1};
+    p.dtype = dt;
+    return p;
+}
+
+std::string what(const Problem& p) { return std::string(dtype_name(p.dtype)) + " " + to_string(p.shape); }
+
+// Rows of up to 32 x the subgroup size take a subgroup each (1024 at 32),
+// up to 32 x the largest workgroup a workgroup each (32768 at 1024), longer
+// ones the split path; without subgroup arithmetic, no subgroup rows.
+TEST(Plan, PathByRowLength) {
+    const DeviceInfo d = h200();
+    struct Want {
+        uint64_t cols;
+        Path path;
+    };
+    for (const Want& w : {Want{10, Path::subgroup_row}, Want{1024, Path::subgroup_row}, Want{1025, Path::workgroup_row},
+                          Want{32768, Path::workgroup_row}, Want{32769, Path::split}, Want{1u << 24, Path::split}}) {
+        const Problem p = rows_of(16, w.cols);
+        EXPECT_EQ(choose_path(d, p), w.path) << what(p) << ": " << path_name(choose_path(d, p));
+        EXPECT_EQ(plan_geometry(d, p).path, w.path) << what(p);
+    }
+    EXPECT_EQ(choose_path(without_subgroups(), rows_of(16, 1000)), Path::workgroup_row);
+    EXPECT_THROW(choose_path(without_subgroups(), rows_of(16, 1000), PlanOptions{Reduction::automatic, 0, Path::subgroup_row}),
+                 Error);
+}
+
+// 16384 x 10: rows not a multiple of 4 take scalar accesses, one row per
+// subgroup, 8 subgroups of 32 in a workgroup of 256. Rows of 4 x the
+// subgroup size that are a multiple of 4 are held two to a subgroup, one
+// per slot.
+TEST(Plan, ShortRows) {
+    const DeviceInfo d = h200();
+    const Plan tiny = plan_geometry(d, rows_of(16384, 10));
+    EXPECT_EQ(tiny.path, Path::subgroup_row);
+    EXPECT_EQ(tiny.key[0].kind, ShaderKind::row_in_registers);
+    EXPECT_EQ(tiny.key[0].vec, 1u);
+    EXPECT_EQ(tiny.key[0].vpt, 1u);
+    EXPECT_EQ(tiny.key[0].workgroup_size, 256u);
+    EXPECT_EQ(tiny.key[0].required_subgroup_size, 32u) << "the planned subgroup size is pinned where it can be";
+    EXPECT_EQ(tiny.rows_per_workgroup, 8u);
+    EXPECT_EQ(tiny.groups, 16384u / 8);
+
+    const Plan slots = plan_geometry(d, rows_of(65536, 128));
+    EXPECT_EQ(slots.key[0].kind, ShaderKind::rows_per_slot);
+    EXPECT_EQ(slots.key[0].vec, 4u);
+    EXPECT_EQ(slots.key[0].vpt, 2u) << "rows per subgroup";
+    EXPECT_EQ(slots.key[0].workgroup_size, 128u);
+    EXPECT_EQ(slots.rows_per_workgroup, 8u);
+
+    const Plan scalar_slots = plan_geometry(d, rows_of(20480, 77));
+    EXPECT_EQ(scalar_slots.key[0].kind, ShaderKind::row_in_registers) << "scalar rows stay one per subgroup";
+}
+
+// A workgroup row is held in up to 16 slots per invocation, in the smallest
+// power-of-two workgroup of at least 4 subgroups that holds it; fp16 rows
+// past 16 elements per invocation of the largest workgroup are read in
+// tiles of 4 slots.
+TEST(Plan, WorkgroupRows) {
+    const DeviceInfo d = h200();
+    const Plan f32 = plan_geometry(d, rows_of(1024, 32768));
+    EXPECT_EQ(f32.key[0].kind, ShaderKind::row_in_registers);
+    EXPECT_EQ(f32.key[0].workgroup_size, 512u);
+    EXPECT_EQ(f32.key[0].vpt, 16u);
+    EXPECT_EQ(f32.key[0].vec, 4u);
+
+    const Plan f16 = plan_geometry(d, rows_of(1024, 32768, Dtype::f16));
+    EXPECT_EQ(f16.key[0].kind, ShaderKind::row_in_tiles);
+    EXPECT_EQ(f16.key[0].workgroup_size, 1024u);
+    EXPECT_EQ(f16.key[0].vpt, 4u);
+    EXPECT_EQ(f16.key[0].vec, 8u);
+
+    // 12888 fp16: slot counts rounded up to even, for 16-byte accesses.
+    const Plan even = plan_geometry(d, rows_of(1280, 12888, Dtype::f16));
+    EXPECT_EQ(even.key[0].workgroup_size, 256u);
+    EXPECT_EQ(even.key[0].vpt, 14u);
+    EXPECT_EQ(even.key[0].vec, 8u);
+}
+
+// Split rows: chunks of whole tiles (4 slots x 256 invocations = 4096
+// elements), about 1024 work items over all rows and at most 512 chunks a
+// row; a 16-byte partial per item in the workspace.
+TEST(Plan, SplitChunks) {
+    const DeviceInfo d = h200();
+    const Plan one = plan_geometry(d, rows_of(1, 1u << 24));
+    ASSERT_EQ(one.path, Path::split);
+    EXPECT_EQ(one.passes, 2u);
+    EXPECT_EQ(one.key[0].kind, ShaderKind::split_statistics);
+    EXPECT_EQ(one.key[1].kind, ShaderKind::split_normalize);
+    EXPECT_EQ(one.push.chunks, 512u);
+    EXPECT_EQ(one.push.chunk, 32768u);
+    EXPECT_EQ(one.workspace_bytes, 512u * 16);
+
+    // 1024 items over 16 rows would be 64 chunks of 2048: rounded up to a
+    // whole tile, 32 chunks of 4096.
+    const Plan many = plan_geometry(d, rows_of(16, 131072));
+    EXPECT_EQ(many.push.chunk, 4096u);
+    EXPECT_EQ(many.push.chunks, 32u);
+    EXPECT_EQ(many.groups, 16u * 32);
+}
+
+// Overrides and what no device can hold: errors, not plans.
+TEST(Plan, RejectsWhatItCannotPlan) {
+    const DeviceInfo d = h200();
+    PlanOptions odd;
+    odd.workgroup_size = 96;
+    try {
+        plan_geometry(d, rows_of(4, 1000), odd);
+        FAIL() << "a workgroup size of 96 was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+    }
+    PlanOptions sixteen;
+    sixteen.subgroup_size = 16;
+    EXPECT_THROW(plan_geometry(d, rows_of(4, 1000), sixteen), Error) << "subgroup size 16 outside the device's 32..32";
+    Problem half = rows_of(4, 1000, Dtype::f16);
+    DeviceInfo no16 = h200();
+    no16.storage_16bit = false;
+    EXPECT_THROW(plan_geometry(no16, half), Error) << "fp16 without storageBuffer16BitAccess";
+    EXPECT_THROW(plan_geometry(d, rows_of(1, 1ull << 31)), Error) << "8 GiB of fp32 over a 4 GiB buffer range";
+    const Plan empty = plan_geometry(d, rows_of(0, 128));
+    EXPECT_EQ(empty.passes, 0u);
+}
+
+}  // namespace
