@@ -1,12 +1,15 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Softmax / log-softmax over one axis of a (outer, axis, inner) tensor.
-// KIND 0: a group (subgroup or workgroup) owns a row. A row that fits one
-//         tile is read once into registers and written once; a longer one
-//         (possible when the subgroup the driver gives is smaller than
-//         planned) is folded tile by tile into (m, d) and then re-read.
-// KIND 4: a subgroup holds VPT rows of at most 4 x its size, one per slot.
-// KIND 1/2: the two dispatches of the split path; see main().
+// KIND_ROW_IN_REGISTERS: a group (subgroup or workgroup) owns a row. A row
+//   that fits one tile is read once into registers and written once; a
+//   longer one (possible when the subgroup the driver gives is smaller than
+//   planned) is folded tile by tile into (m, d) and then re-read.
+// KIND_ROW_IN_TILES: the same for rows the plan knows are longer than a tile.
+// KIND_ROWS_PER_SLOT: a subgroup holds SLOTS rows of at most 4 x its size,
+//   one per slot.
+// KIND_SPLIT_STATISTICS / KIND_SPLIT_NORMALIZE: the two dispatches of the
+//   split path; see main().
 #ifdef SUBGROUP_UNIFORM_CONTROL_FLOW
 // Vulkan alone does not promise that a subgroup which diverged in an if is
 // whole again at the merge, where a later subgroup reduction runs (lanes
@@ -20,18 +23,19 @@
 #endif
 #include "softmax_common.glsl"
 
-vec4 v[VPT];
+// The vec4 slots this invocation holds: a tile's elements, then its outputs.
+vec4 slots[SLOTS];
 
 // Slot j of the tile at tile_begin, for 1- and 4-wide accesses; missing
 // elements read as -inf.
-vec4 load_slot(uint base, uint stride, uint tile_begin, uint j, uint end, uint G, uint lane) {
+vec4 load_slot(uint base, uint stride, uint tile_begin, uint j, uint end, uint lanes, uint lane) {
     if (VEC == 4u) {
-        uint i = tile_begin + 4u * (j * G + lane);
+        uint i = tile_begin + 4u * (j * lanes + lane);
         return i < end ? load4((base + i) >> 2) : vec4(neg_inf());
     }
     vec4 o;
     for (uint c = 0u; c < 4u; ++c) {
-        uint i = tile_begin + (j * 4u + c) * G + lane;
+        uint i = tile_begin + (j * 4u + c) * lanes + lane;
         o[c] = i < end ? float(x_s[base + i * stride]) : neg_inf();
     }
     return o;
@@ -40,18 +44,18 @@ vec4 load_slot(uint base, uint stride, uint tile_begin, uint j, uint end, uint G
 // Loads tile [tile_begin, end) of the row at `base` into the slots;
 // missing elements read as -inf, which every later step treats as
 // contributing nothing.
-void load_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint lane) {
+void load_tile(uint base, uint stride, uint tile_begin, uint end, uint lanes, uint lane) {
     if (VEC == 8u) {
-        // One 16-byte access fills a pair of slots (the plan keeps VPT even).
-        for (uint j = 0u; j + 1u < VPT; j += 2u) {
-            uint i = tile_begin + 8u * ((j >> 1) * G + lane);
+        // One 16-byte access fills a pair of slots (the plan keeps SLOTS even).
+        for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+            uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
             vec4 a = vec4(neg_inf()), b = vec4(neg_inf());
             if (i < end) load8((base + i) >> 3, a, b);
-            v[j] = a;
-            v[j + 1u] = b;
+            slots[j] = a;
+            slots[j + 1u] = b;
         }
     } else {
-        for (uint j = 0u; j < VPT; ++j) v[j] = load_slot(base, stride, tile_begin, j, end, G, lane);
+        for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(base, stride, tile_begin, j, end, lanes, lane);
     }
 }
 
@@ -62,13 +66,13 @@ void load_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint l
 // told by two integer maxima of the bits (+inf and positive NaNs are the
 // largest signed patterns, negative NaNs the unsigned ones above -inf), so
 // the max's value does not matter when there is one.
-Stat lane_max(uint j0, uint j1) {
+Stat lane_max_and_flags(uint j0, uint j1) {
     float m = neg_inf();
     uint hu = 0u;
     int hi = -2147483647 - 1;
     for (uint j = j0; j < j1; ++j)
         for (uint c = 0u; c < 4u; ++c) {
-            float x = v[j][c];
+            float x = slots[j][c];
             m = max(m, x);
             hu = max(hu, floatBitsToUint(x));
             hi = max(hi, floatBitsToInt(x));
@@ -80,10 +84,10 @@ Stat lane_max(uint j0, uint j1) {
 }
 
 // This lane's statistic of the tile held in its slots.
-Stat tile_stat() {
-    Stat s = lane_max(0u, VPT);
-    for (uint j = 0u; j < VPT; ++j)
-        for (uint c = 0u; c < 4u; ++c) s.d += element_exp(v[j][c] - s.m);
+Stat lane_tile_statistic() {
+    Stat s = lane_max_and_flags(0u, SLOTS);
+    for (uint j = 0u; j < SLOTS; ++j)
+        for (uint c = 0u; c < 4u; ++c) s.d += element_exp(slots[j][c] - s.m);
     return s;
 }
 
@@ -108,7 +112,7 @@ float log_shift(float x, float m) {
 vec4 slot_output(uint j, Stat s, bool exps, float inv_d, float log_d, bool bad) {
     vec4 o;
     for (uint c = 0u; c < 4u; ++c) {
-        float x = v[j][c];
+        float x = slots[j][c];
         if (exps) o[c] = x * inv_d;
         else if (LOG) o[c] = classify(x) == C_FINITE ? log_shift(x, s.m) - log_d : neg_inf();
         else o[c] = element_exp(x - s.m) * inv_d;
@@ -121,16 +125,16 @@ vec4 slot_output(uint j, Stat s, bool exps, float inv_d, float log_d, bool bad) 
 // tile at tile_begin (1- and 4-wide accesses). A 4-wide output is computed
 // only where it is stored: computing outputs first made no fp32 row faster,
 // and gave NaN rows in some geometries on NVIDIA 580.159.04 (bench/NOTES.md).
-void write_slot(uint base, uint stride, uint tile_begin, uint p, uint end, uint G, uint lane, uint j, Stat s,
+void write_slot(uint base, uint stride, uint tile_begin, uint p, uint end, uint lanes, uint lane, uint j, Stat s,
                 bool exps, float inv_d, float log_d, bool bad) {
     if (VEC == 4u) {
-        uint i = tile_begin + 4u * (p * G + lane);
+        uint i = tile_begin + 4u * (p * lanes + lane);
         if (i < end) store4((base + i) >> 2, slot_output(j, s, exps, inv_d, log_d, bad));
         return;
     }
     vec4 o = slot_output(j, s, exps, inv_d, log_d, bad);
     for (uint c = 0u; c < 4u; ++c) {
-        uint i = tile_begin + (p * 4u + c) * G + lane;
+        uint i = tile_begin + (p * 4u + c) * lanes + lane;
         if (i < end) y_s[base + i * stride] = ELEM(o[c]);
     }
 }
@@ -140,29 +144,29 @@ void write_slot(uint base, uint stride, uint tile_begin, uint p, uint end, uint 
 // store: computing each store's outputs just before it made those rows
 // 1.6-2.5x slower on NVIDIA. Narrower accesses keep the interleaved form
 // (write_slot).
-void write_tile(uint base, uint stride, uint tile_begin, uint end, uint G, uint lane, Stat s, bool exps) {
+void write_tile(uint base, uint stride, uint tile_begin, uint end, uint lanes, uint lane, Stat s, bool exps) {
     bool bad = (s.f & F_POISON) != 0u || (s.f & F_FINITE) == 0u;
     float inv_d = 1.0 / s.d;
     float log_d = log(s.d);
     if (VEC == 8u) {
-        for (uint j = 0u; j < VPT; ++j) v[j] = slot_output(j, s, exps, inv_d, log_d, bad);
-        for (uint j = 0u; j + 1u < VPT; j += 2u) {
-            uint i = tile_begin + 8u * ((j >> 1) * G + lane);
-            if (i < end) store8((base + i) >> 3, v[j], v[j + 1u]);
+        for (uint j = 0u; j < SLOTS; ++j) slots[j] = slot_output(j, s, exps, inv_d, log_d, bad);
+        for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+            uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
+            if (i < end) store8((base + i) >> 3, slots[j], slots[j + 1u]);
         }
     } else {
-        for (uint j = 0u; j < VPT; ++j) write_slot(base, stride, tile_begin, j, end, G, lane, j, s, exps, inv_d, log_d, bad);
+        for (uint j = 0u; j < SLOTS; ++j) write_slot(base, stride, tile_begin, j, end, lanes, lane, j, s, exps, inv_d, log_d, bad);
     }
 }
 
 // The group's statistic of [begin, end) of the row at `base`, read tile by
 // tile (a row longer than one tile, and split pass 1).
-Stat span_stat(uint base, uint begin, uint end, uint tile, uint G, uint lane) {
+Stat span_stat(uint base, uint begin, uint end, uint tile, uint lanes, uint lane) {
     Stat s = stat_empty();
     uint tiles = (end - begin + tile - 1u) / tile;
     for (uint t = 0u; t < tiles; ++t) {
-        load_tile(base, pc.inner, begin + t * tile, end, G, lane);
-        s = stat_merge(s, tile_stat());
+        load_tile(base, pc.inner, begin + t * tile, end, lanes, lane);
+        s = stat_merge(s, lane_tile_statistic());
     }
     return group_stat(s);
 }
@@ -170,11 +174,11 @@ Stat span_stat(uint base, uint begin, uint end, uint tile, uint G, uint lane) {
 // Writes [begin, end) of the row at `base` given the row's statistic,
 // re-reading it last tile first: those were read last by span_stat, so they
 // are the likeliest to still be in L2.
-void span_write(uint base, uint begin, uint end, uint tile, uint G, uint lane, Stat s) {
+void span_write(uint base, uint begin, uint end, uint tile, uint lanes, uint lane, Stat s) {
     for (uint t = (end - begin + tile - 1u) / tile; t > 0u; --t) {
         uint t0 = begin + (t - 1u) * tile;
-        load_tile(base, pc.inner, t0, end, G, lane);
-        write_tile(base, pc.inner, t0, end, G, lane, s, false);
+        load_tile(base, pc.inner, t0, end, lanes, lane);
+        write_tile(base, pc.inner, t0, end, lanes, lane, s, false);
     }
 }
 
@@ -184,41 +188,41 @@ uint row_base(uint r) {
     return o * pc.axis * pc.inner + (r - o * pc.inner);
 }
 
-// KIND 4: rows r0 .. r0 + VPT - 1, row r0 + j in slot j (at the place a
-// row's first slot has), so that a subgroup has the loads of VPT rows in
+// KIND_ROWS_PER_SLOT: rows r0 .. r0 + SLOTS - 1, row r0 + j in slot j (at the place a
+// row's first slot has), so that a subgroup has the loads of SLOTS rows in
 // flight before its first reduction, and their reductions interleave:
 // rows of one vec4 per lane leave too few bytes in flight otherwise
 // (bench/NOTES.md, v5). A slot past the last row re-reads the last row and
 // stores nothing, so that every lane keeps taking part in the reductions.
-void slot_rows(uint r0, uint G, uint lane) {
-    uint base[VPT];
-    for (uint j = 0u; j < VPT; ++j) {
+void slot_rows(uint r0, uint lanes, uint lane) {
+    uint base[SLOTS];
+    for (uint j = 0u; j < SLOTS; ++j) {
         base[j] = row_base(min(r0 + j, pc.rows - 1u));
-        v[j] = load_slot(base[j], pc.inner, 0u, 0u, pc.axis, G, lane);
+        slots[j] = load_slot(base[j], pc.inner, 0u, 0u, pc.axis, lanes, lane);
     }
-    Stat s[VPT];
-    for (uint j = 0u; j < VPT; ++j) {
-        s[j] = lane_max(j, j + 1u);
+    Stat s[SLOTS];
+    for (uint j = 0u; j < SLOTS; ++j) {
+        s[j] = lane_max_and_flags(j, j + 1u);
         group_max_or(s[j].m, s[j].f);
     }
-    for (uint j = 0u; j < VPT; ++j) {
+    for (uint j = 0u; j < SLOTS; ++j) {
         float d = 0.0;
         for (uint c = 0u; c < 4u; ++c) {
-            float e = element_exp(v[j][c] - s[j].m);
+            float e = element_exp(slots[j][c] - s[j].m);
             d += e;
-            if (!LOG) v[j][c] = e;
+            if (!LOG) slots[j][c] = e;
         }
         s[j].d = group_add(d);
     }
-    for (uint j = 0u; j < VPT && r0 + j < pc.rows; ++j) {
+    for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j) {
         bool bad = (s[j].f & F_POISON) != 0u || (s[j].f & F_FINITE) == 0u;
-        write_slot(base[j], pc.inner, 0u, 0u, pc.axis, G, lane, j, s[j], !LOG, 1.0 / s[j].d, log(s[j].d), bad);
+        write_slot(base[j], pc.inner, 0u, 0u, pc.axis, lanes, lane, j, s[j], !LOG, 1.0 / s[j].d, log(s[j].d), bad);
     }
 }
 
 void main() MAIN_ATTRIBUTES {
-    uint G = group_size(), lane = group_lane();
-    uint tile = 4u * VPT * G;
+    uint lanes = group_size(), lane = group_lane();
+    uint tile = 4u * SLOTS * lanes;
     uint gpw = groups_per_workgroup();
     // Grid-stride loops: the dispatch may be capped by
     // maxComputeWorkGroupCount, and the real subgroup count may differ
@@ -226,35 +230,35 @@ void main() MAIN_ATTRIBUTES {
     uint first = gl_WorkGroupID.x * gpw + group_index();
     uint step = gl_NumWorkGroups.x * gpw;
 
-    // KIND 4 needs rows within a slot of the real subgroup; with a smaller
-    // one than planned (a driver that cannot pin the size) it takes KIND 0's
-    // tile-by-tile form.
-    if (KIND == 4u && pc.axis <= 4u * G) {
-        for (uint r0 = first * VPT; r0 < pc.rows; r0 += step * VPT) slot_rows(r0, G, lane);
+    // KIND_ROWS_PER_SLOT needs rows within a slot of the real subgroup; with
+    // a smaller one than planned (a driver that cannot pin the size) it takes
+    // the tile-by-tile form of KIND_ROW_IN_REGISTERS.
+    if (KIND == KIND_ROWS_PER_SLOT && pc.axis <= 4u * lanes) {
+        for (uint r0 = first * SLOTS; r0 < pc.rows; r0 += step * SLOTS) slot_rows(r0, lanes, lane);
         return;
     }
-    if (KIND == 0u || KIND == 3u || KIND == 4u) {
+    if (KIND == KIND_ROW_IN_REGISTERS || KIND == KIND_ROW_IN_TILES || KIND == KIND_ROWS_PER_SLOT) {
         for (uint r = first; r < pc.rows; r += step) {
             uint base = row_base(r);
-            // KIND 0 keeps the tile-by-tile form too, for a subgroup smaller
-            // than planned (a driver that cannot pin the size).
-            if (KIND == 0u && pc.axis <= tile) {
-                load_tile(base, pc.inner, 0u, pc.axis, G, lane);
-                Stat s = lane_max(0u, VPT);
+            // KIND_ROW_IN_REGISTERS keeps the tile-by-tile form too, for a
+            // subgroup smaller than planned (a driver that cannot pin the size).
+            if (KIND == KIND_ROW_IN_REGISTERS && pc.axis <= tile) {
+                load_tile(base, pc.inner, 0u, pc.axis, lanes, lane);
+                Stat s = lane_max_and_flags(0u, SLOTS);
                 float m = s.m;
                 uint f = s.f;
                 group_max_or(m, f);
                 float d = 0.0;
-                for (uint j = 0u; j < VPT; ++j)
+                for (uint j = 0u; j < SLOTS; ++j)
                     for (uint c = 0u; c < 4u; ++c) {
-                        float e = element_exp(v[j][c] - m);
+                        float e = element_exp(slots[j][c] - m);
                         d += e;
-                        if (!LOG) v[j][c] = e;
+                        if (!LOG) slots[j][c] = e;
                     }
                 d = group_add(d);
-                write_tile(base, pc.inner, 0u, pc.axis, G, lane, Stat(m, d, f), !LOG);
+                write_tile(base, pc.inner, 0u, pc.axis, lanes, lane, Stat(m, d, f), !LOG);
             } else {
-                span_write(base, 0u, pc.axis, tile, G, lane, span_stat(base, 0u, pc.axis, tile, G, lane));
+                span_write(base, 0u, pc.axis, tile, lanes, lane, span_stat(base, 0u, pc.axis, tile, lanes, lane));
             }
         }
         return;
@@ -266,25 +270,25 @@ void main() MAIN_ATTRIBUTES {
         // Pass 2 walks the items in the reverse of pass 1's order (and
         // span_write the tiles), so that it first re-reads what pass 1 read
         // last, while that is still in L2.
-        uint item = KIND == 2u ? items - 1u - w : w;
+        uint item = KIND == KIND_SPLIT_NORMALIZE ? items - 1u - w : w;
         uint r = item / pc.chunks;
         uint begin = (item - r * pc.chunks) * pc.chunk;
         uint end = min(pc.axis, begin + pc.chunk);
         uint base = row_base(r);
-        if (KIND == 1u) {
+        if (KIND == KIND_SPLIT_STATISTICS) {
             // Pass 1: the chunk's (m, d) and flags.
-            Stat s = span_stat(base, begin, end, tile, G, lane);
+            Stat s = span_stat(base, begin, end, tile, lanes, lane);
             if (lane == 0u) part[item] = Partial(s.m, s.d, s.f, 0u);
         } else {
             // Pass 2: every workgroup of the row merges all of the row's
             // partials (a few hundred reads, cheaper than a third dispatch),
             // then normalizes its own chunk.
             Stat s = stat_empty();
-            for (uint i = lane; i < pc.chunks; i += G) {
+            for (uint i = lane; i < pc.chunks; i += lanes) {
                 Partial p = part[r * pc.chunks + i];
                 s = stat_merge(s, Stat(p.m, p.d, p.f));
             }
-            span_write(base, begin, end, tile, G, lane, group_stat(s));
+            span_write(base, begin, end, tile, lanes, lane, group_stat(s));
         }
     }
 }

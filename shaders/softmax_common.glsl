@@ -16,11 +16,11 @@
 #endif
 
 layout(local_size_x_id = 0) in;
-// vec4 slots held per invocation: a tile is 4 * VPT * group_size elements.
-layout(constant_id = 1) const uint VPT = 1;
+// vec4 slots held per invocation: a tile is 4 * SLOTS * group_size elements.
+layout(constant_id = 1) const uint SLOTS = 1;
 // Elements per memory access: 1 (scalar, strided rows), 4 (rows contiguous
 // and a multiple of 4 long), 8 (fp16 only, rows a multiple of 8 long: 16-byte
-// accesses, as wide as fp32's vec4; VPT is then even).
+// accesses, as wide as fp32's vec4; SLOTS is then even).
 layout(constant_id = 2) const uint VEC = 1;
 layout(constant_id = 3) const bool LOG = false;
 // A subgroup owns a row (short rows); otherwise the workgroup owns it.
@@ -28,12 +28,22 @@ layout(constant_id = 4) const bool SUBGROUP_ROWS = false;
 // Our own range-reduced exp instead of the driver's, so that results agree
 // across vendors whatever precision their exp has.
 layout(constant_id = 5) const bool ACCURATE = false;
-// 0: a group owns a row; 3: the same for rows the plan knows are longer
-// than a tile (only the tile-by-tile form is compiled); 1: split pass 1
-// (chunk statistics); 2: split pass 2 (merge the row's statistics, write
-// the chunk); 4: a subgroup holds VPT rows of at most 4 x its size, one in
-// each slot (SUBGROUP_ROWS).
+// What this dispatch does: one of the KIND_* values below (ShaderKind in
+// engine/include/vksoftmax/pipeline.hpp, same values).
 layout(constant_id = 6) const uint KIND = 0;
+// A group (subgroup or workgroup) owns a row: read once into registers if
+// it fits one tile, else folded tile by tile into (m, d) and re-read.
+const uint KIND_ROW_IN_REGISTERS = 0u;
+// Split pass 1: each chunk's (m, d) and flags, into the workspace.
+const uint KIND_SPLIT_STATISTICS = 1u;
+// Split pass 2: merge the row's partials, then write the chunk.
+const uint KIND_SPLIT_NORMALIZE = 2u;
+// A group owns a row the plan knows is longer than a tile: only the
+// tile-by-tile form is compiled.
+const uint KIND_ROW_IN_TILES = 3u;
+// A subgroup holds SLOTS rows of at most 4 x its size, one in each vec4
+// slot (SUBGROUP_ROWS).
+const uint KIND_ROWS_PER_SLOT = 4u;
 
 #ifdef STORAGE_F16
 #define ELEM float16_t
