@@ -2,11 +2,10 @@
 # Builds the project twice more, with AddressSanitizer + UndefinedBehavior-
 # Sanitizer and with ThreadSanitizer (Debug, build-asan/ and build-tsan/),
 # and runs under each the tests labelled "sanitize": the CPU reference, the
-# CLI end to end, the embedding tests, the concurrency test and the symbol
-# check (and, in the ASan build, the .npy fuzzer). The validation layer's own
-# allocations are not ours: where a test loads the layer, LeakSanitizer is
-# off, and the embedding test runs again with the layer hidden and leaks
-# checked.
+# plan decisions, the CLI end to end, the embedding tests, the concurrency
+# test and the symbol check (and, in the ASan build, the .npy fuzzer).
+# What the drivers and the validation layer do is not ours: see
+# tests/CMakeLists.txt (drivers kept loaded, suppressions by module name).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
