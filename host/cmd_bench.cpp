@@ -104,21 +104,14 @@ int replot(const BenchArgs& a) {
     return Exit::ok;
 }
 
-int bench_command(const BenchArgs& a) {
-    if (!a.from_json.empty()) return replot(a);
+// The timing and plan options of the command line.
+bench::Options bench_options(const BenchArgs& a) {
     if (a.iters == 0 || a.repeats == 0) throw Error(ErrorKind::invalid_argument, "--iters and --repeats must be > 0");
-    const auto cases = bench::parse_cases(a.shapes, parse_dtypes(a.dtypes), a.log);
-    ContextOptions co;
-    co.device = a.device;
-    co.capture_statistics = a.stats;
-    co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
-    Context ctx(co);
-    const DeviceInfo& d = ctx.info();
+    if (!(a.sigma > 0.f) || !std::isfinite(a.sigma)) throw Error(ErrorKind::invalid_argument, "--sigma must be positive");
     bench::Options o;
     o.iters = a.iters;
     o.repeats = a.repeats;
     o.warmup_ms = a.warmup_ms;
-    if (!(a.sigma > 0.f) || !std::isfinite(a.sigma)) throw Error(ErrorKind::invalid_argument, "--sigma must be positive");
     o.sigma = a.sigma;
     o.plan.workgroup_size = a.wg;
     o.plan.vpt = a.vpt;
@@ -127,25 +120,43 @@ int bench_command(const BenchArgs& a) {
     else if (a.path == "workgroup-row") o.plan.path = Path::workgroup_row;
     else if (a.path == "split") o.plan.path = Path::split;
     else if (!a.path.empty()) throw Error(ErrorKind::invalid_argument, "--path: '" + a.path + "' is not subgroup-row, workgroup-row or split");
+    return o;
+}
 
+struct Measured {
+    uint64_t ceiling_bytes = 0;
+    bench::Timing ceiling;
+    std::vector<bench::Row> rows;
+};
+
+// The copy ceiling over the largest case's bytes (at least 1 MiB), then
+// every case, verified and timed.
+Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const bench::Options& o, bool fresh_buffers) {
     const auto start = std::chrono::steady_clock::now();
     auto progress = [&](const std::string& what) {
         if (std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) fmt::print(stderr, "bench: {}\n", what);
     };
+    Measured m;
     const auto [tensor_bytes, workspace_bytes] = bench::sizes(ctx, cases, o.plan);
-    // The copy ceiling runs over the largest case's bytes (at least 1 MiB).
-    const uint64_t ceiling_bytes = std::max<uint64_t>(tensor_bytes, 1 << 20);
+    m.ceiling_bytes = std::max<uint64_t>(tensor_bytes, 1 << 20);
     std::unique_ptr<bench::Buffers> buffers;
-    if (!a.fresh_buffers) buffers = std::make_unique<bench::Buffers>(ctx, ceiling_bytes, workspace_bytes);
-    const bench::Timing ceiling = bench::measure_copy(ctx, ceiling_bytes, o, buffers.get());
-    std::vector<bench::Row> rows;
+    if (!fresh_buffers) buffers = std::make_unique<bench::Buffers>(ctx, m.ceiling_bytes, workspace_bytes);
+    m.ceiling = bench::measure_copy(ctx, m.ceiling_bytes, o, buffers.get());
     for (size_t i = 0; i < cases.size(); ++i) {
         progress(fmt::format("[{}/{}] {} {}", i + 1, cases.size(), dtype_name(cases[i].dtype), cases[i].name()));
-        rows.push_back(bench::measure(ctx, cases[i], o, buffers.get()));
+        m.rows.push_back(bench::measure(ctx, cases[i], o, buffers.get()));
     }
+    return m;
+}
 
-    const std::string driver = d.driver_name.empty() ? d.vendor_name() : d.driver_name + " " + d.driver_info;
-    fmt::print("device: {} ({}), {} calls x {} repeats, median\n", d.name, driver, o.iters, o.repeats);
+std::string driver_string(const DeviceInfo& d) {
+    return d.driver_name.empty() ? d.vendor_name() : d.driver_name + " " + d.driver_info;
+}
+
+// The table on stdout; false when a case's result was wrong.
+bool print_table(const Context& ctx, const bench::Options& o, const Measured& m) {
+    const DeviceInfo& d = ctx.info();
+    fmt::print("device: {} ({}), {} calls x {} repeats, median\n", d.name, driver_string(d), o.iters, o.repeats);
     const auto& mem = ctx.memory_properties();
     std::string types;
     for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
@@ -157,67 +168,83 @@ int bench_command(const BenchArgs& a) {
                              f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT ? ",HCached" : "");
     }
     fmt::print("memory types:{}\n", types);
-    fmt::print("copy ceiling: {:.1f} us over {} bytes, {:.0f} GB/s\n", ceiling.median_us, ceiling_bytes,
-               ceiling.gbps);
+    fmt::print("copy ceiling: {:.1f} us over {} bytes, {:.0f} GB/s\n", m.ceiling.median_us, m.ceiling_bytes,
+               m.ceiling.gbps);
     fmt::print("{:<6} {:<15} {:<14} {:>11} {:>10} {:>10} {:>9} {:>8} {:>10} {:>9}\n", "dtype", "shape", "path",
                "wg/vpt/vec", "median us", "min us", "GB/s", "ceiling", "max rel", "pass 1 us");
     bool all_ok = true;
-    for (const auto& r : rows) {
+    for (const auto& r : m.rows) {
         all_ok = all_ok && r.verified;
         const std::string geometry = fmt::format("{}/{}/{}", r.workgroup_size, r.vpt, r.vec);
         fmt::print("{:<6} {:<15} {:<14} {:>11} {:>10.2f} {:>10.2f} {:>9.0f} {:>7.0f}% {:>10.2e} {:>9}{}\n",
                    dtype_name(r.c.dtype), r.c.name(), r.path, geometry, r.t.median_us, r.t.min_us, r.t.gbps,
-                   100.0 * r.t.gbps / ceiling.gbps, r.max_rel_error,
+                   100.0 * r.t.gbps / m.ceiling.gbps, r.max_rel_error,
                    r.pass1_us > 0 ? fmt::format("{:.2f}", r.pass1_us) : "", r.verified ? "" : "  WRONG RESULT");
         for (const std::string& st : r.stats) fmt::print("    {}\n", st);
     }
+    return all_ok;
+}
 
-    if (!a.json.empty()) {
-        nlohmann::json j;
-        const std::time_t now = std::time(nullptr);
-        char date[32];
-        std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-        j["date"] = date;
-        j["device"] = {{"name", d.name}, {"driver", driver}, {"api_version", d.api_string()},
-                       {"subgroup_size", d.subgroup_size},
-                       {"subgroup_uniform_control_flow", d.subgroup_uniform_control_flow}};
-        j["iters"] = o.iters;
-        j["repeats"] = o.repeats;
-        j["copy_ceiling"] = {{"bytes", ceiling_bytes}, {"median_us", ceiling.median_us},
-                             {"gbps", ceiling.gbps}};
-        for (const auto& r : rows)
-            j["rows"].push_back({{"shape", r.c.name()},
-                                 {"rows", r.c.shape.outer},
-                                 {"cols", r.c.shape.axis},
-                                 {"dtype", dtype_name(r.c.dtype)},
-                                 {"log", r.c.log},
-                                 {"path", r.path},
-                                 {"passes", r.passes},
-                                 {"workgroup_size", r.workgroup_size},
-                                 {"vpt", r.vpt},
-                                 {"vec", r.vec},
-                                 {"pass1_us", r.pass1_us},
-                                 {"groups", r.groups},
-                                 {"stats", r.stats},
-                                 {"bytes", r.bytes},
-                                 {"median_us", r.t.median_us},
-                                 {"min_us", r.t.min_us},
-                                 {"samples_us", r.t.samples_us},
-                                 {"gbps", r.t.gbps},
-                                 {"ceiling_fraction", r.t.gbps / ceiling.gbps},
-                                 {"max_rel_error", r.max_rel_error},
-                                 {"verified", r.verified}});
-        write_text(a.json, j.dump(2) + "\n");
-    }
-    if (!a.csv.empty()) {
-        std::string csv = "dtype,shape,path,passes,bytes,median_us,min_us,gbps,ceiling_fraction,max_rel_error,verified\n";
-        for (const auto& r : rows)
-            csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{:.1f},{:.4f},{:.3e},{}\n", dtype_name(r.c.dtype), r.c.name(),
-                               r.path, r.passes, r.bytes, r.t.median_us, r.t.min_us, r.t.gbps, r.t.gbps / ceiling.gbps,
-                               r.max_rel_error, r.verified ? 1 : 0);
-        write_text(a.csv, csv);
-    }
-    if (!a.plot.empty()) plot(a.plot, rows, ceiling.gbps, "vksoftmax on " + d.name);
+void write_json(const std::string& path, const DeviceInfo& d, const bench::Options& o, const Measured& m) {
+    nlohmann::json j;
+    const std::time_t now = std::time(nullptr);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+    j["date"] = date;
+    j["device"] = {{"name", d.name}, {"driver", driver_string(d)}, {"api_version", d.api_string()},
+                   {"subgroup_size", d.subgroup_size},
+                   {"subgroup_uniform_control_flow", d.subgroup_uniform_control_flow}};
+    j["iters"] = o.iters;
+    j["repeats"] = o.repeats;
+    j["copy_ceiling"] = {{"bytes", m.ceiling_bytes}, {"median_us", m.ceiling.median_us}, {"gbps", m.ceiling.gbps}};
+    for (const auto& r : m.rows)
+        j["rows"].push_back({{"shape", r.c.name()},
+                             {"rows", r.c.shape.outer},
+                             {"cols", r.c.shape.axis},
+                             {"dtype", dtype_name(r.c.dtype)},
+                             {"log", r.c.log},
+                             {"path", r.path},
+                             {"passes", r.passes},
+                             {"workgroup_size", r.workgroup_size},
+                             {"vpt", r.vpt},
+                             {"vec", r.vec},
+                             {"pass1_us", r.pass1_us},
+                             {"groups", r.groups},
+                             {"stats", r.stats},
+                             {"bytes", r.bytes},
+                             {"median_us", r.t.median_us},
+                             {"min_us", r.t.min_us},
+                             {"samples_us", r.t.samples_us},
+                             {"gbps", r.t.gbps},
+                             {"ceiling_fraction", r.t.gbps / m.ceiling.gbps},
+                             {"max_rel_error", r.max_rel_error},
+                             {"verified", r.verified}});
+    write_text(path, j.dump(2) + "\n");
+}
+
+void write_csv(const std::string& path, const Measured& m) {
+    std::string csv = "dtype,shape,path,passes,bytes,median_us,min_us,gbps,ceiling_fraction,max_rel_error,verified\n";
+    for (const auto& r : m.rows)
+        csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{:.1f},{:.4f},{:.3e},{}\n", dtype_name(r.c.dtype), r.c.name(),
+                           r.path, r.passes, r.bytes, r.t.median_us, r.t.min_us, r.t.gbps, r.t.gbps / m.ceiling.gbps,
+                           r.max_rel_error, r.verified ? 1 : 0);
+    write_text(path, csv);
+}
+
+int bench_command(const BenchArgs& a) {
+    if (!a.from_json.empty()) return replot(a);
+    const bench::Options o = bench_options(a);
+    const auto cases = bench::parse_cases(a.shapes, parse_dtypes(a.dtypes), a.log);
+    ContextOptions co;
+    co.device = a.device;
+    co.capture_statistics = a.stats;
+    co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
+    Context ctx(co);
+    const Measured m = measure_all(ctx, cases, o, a.fresh_buffers);
+    const bool all_ok = print_table(ctx, o, m);
+    if (!a.json.empty()) write_json(a.json, ctx.info(), o, m);
+    if (!a.csv.empty()) write_csv(a.csv, m);
+    if (!a.plot.empty()) plot(a.plot, m.rows, m.ceiling.gbps, "vksoftmax on " + ctx.info().name);
     return all_ok ? int(Exit::ok) : int(Exit::failed_check);
 }
 

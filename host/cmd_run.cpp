@@ -26,14 +26,16 @@ struct RunArgs {
     double temperature = 1.0;
 };
 
-int run_command(const RunArgs& a) {
+void check_args(const RunArgs& a) {
     if (!(a.temperature > 0.0) || !std::isfinite(a.temperature))
         throw Error(ErrorKind::invalid_argument,
                     fmt::format("--temperature must be positive and finite, got {}", a.temperature));
     if (a.backend != "gpu" && a.backend != "cpu")
         throw Error(ErrorKind::invalid_argument, "--backend must be gpu or cpu, got '" + a.backend + "'");
+}
 
-    Tensor t = load_tensor(a.input);
+// The problem for the tensor along --axis.
+Problem problem_for(const RunArgs& a, const Tensor& t) {
     const int rank = static_cast<int>(t.dims.size());
     if (a.axis < -std::max(rank, 1) || a.axis >= std::max(rank, 1))
         throw Error(ErrorKind::invalid_argument, fmt::format("--axis {} is out of range for '{}' of shape {}", a.axis,
@@ -43,86 +45,107 @@ int run_command(const RunArgs& a) {
     p.log = a.log;
     p.temperature = a.temperature;
     p.shape = memory_shape(t, a.axis);
+    return p;
+}
+
+struct Execution {
+    std::vector<uint8_t> result;
+    std::string device_name = "CPU reference";
+    RunResult gpu;      // the GPU backend's plan and timings
+    double cpu_ms = 0;  // the CPU backend's time
+};
+
+Execution execute(const RunArgs& a, const Tensor& t, const Problem& p) {
+    Execution e;
+    e.result.resize(t.data.size());
+    if (p.shape.elements() == 0) return e;
+    if (a.backend == "gpu") {
+        Context ctx(ContextOptions{a.device});
+        e.device_name = ctx.info().name;
+        e.gpu = vksoftmax::run(ctx, p, t.data.data(), e.result.data());
+        return e;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    if (p.dtype == Dtype::f32)
+        cpu::softmax(p, reinterpret_cast<const float*>(t.data.data()), reinterpret_cast<float*>(e.result.data()));
+    else
+        cpu::softmax(p, reinterpret_cast<const uint16_t*>(t.data.data()), reinterpret_cast<uint16_t*>(e.result.data()));
+    e.cpu_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return e;
+}
+
+// --check: the result against the float64 reference; false when over the bound.
+bool report_check(const RunArgs& a, const Tensor& t, const Problem& p, const Execution& e, nlohmann::json& report) {
+    const std::vector<double> ref = reference(t, p);
+    const std::vector<double> got = to_double(e.result.data(), e.result.size() / dtype_size(p.dtype), p.dtype);
+    const double rel = accuracy_bound(p.dtype, p.log).rel;
+    const Accuracy acc = compare(p, got, ref);
+    const bool sums_ok = acc.max_row_sum_error <= rel;
+    const bool check_ok = acc.within(rel, 0.0) && sums_ok;
+    report["check"] = {{"max_abs_error", acc.max_abs},
+                       {"max_rel_error", acc.max_rel},
+                       {"max_row_sum_error", acc.max_row_sum_error},
+                       {"nonfinite_mismatches", acc.nonfinite_mismatches},
+                       {"rel_bound", rel},
+                       {"rows_sum_to_one", sums_ok},
+                       {"ok", check_ok}};
+    if (!a.json)
+        fmt::print("check against the CPU reference (float64): max abs error {:.3g}, max rel error {:.3g} "
+                   "(bound {:g}), max |row sum - 1| {:.3g}: rows {} to 1{}; {}\n",
+                   acc.max_abs, acc.max_rel, rel, acc.max_row_sum_error, sums_ok ? "sum" : "do NOT sum",
+                   acc.nonfinite_mismatches ? fmt::format(", {} non-finite mismatches", acc.nonfinite_mismatches) : "",
+                   check_ok ? "ok" : "FAILED");
+    return check_ok;
+}
+
+// --time: each GPU pass and the effective bandwidth, or the CPU's time.
+void report_time(const RunArgs& a, const Execution& e, nlohmann::json& report) {
+    const double bytes = 2.0 * static_cast<double>(e.result.size());
+    const RunResult& gpu = e.gpu;
+    if (a.backend == "gpu" && gpu.timed) {
+        report["gpu_ns"] = gpu.gpu_ns;
+        report["pass_ns"] = gpu.pass_ns;
+        report["gb_per_s"] = gpu.gpu_ns > 0 ? bytes / gpu.gpu_ns : 0.0;
+        if (a.json) return;
+        std::string passes;
+        for (size_t i = 0; i < gpu.pass_ns.size(); ++i)
+            passes += fmt::format("{}pass {}: {:.1f} us", i ? ", " : "", i + 1, gpu.pass_ns[i] / 1e3);
+        fmt::print("GPU time {:.1f} us ({}), {:.1f} GB/s effective (2 x {} bytes)\n", gpu.gpu_ns / 1e3, passes,
+                   gpu.gpu_ns > 0 ? bytes / gpu.gpu_ns : 0.0, e.result.size());
+    } else if (a.backend == "gpu") {
+        report["gpu_ns"] = nullptr;
+        if (!a.json) fmt::print("GPU time: not available (no timestamps on {})\n", e.device_name);
+    } else {
+        report["cpu_ms"] = e.cpu_ms;
+        if (!a.json) fmt::print("CPU time {:.2f} ms\n", e.cpu_ms);
+    }
+}
+
+int run_command(const RunArgs& a) {
+    check_args(a);
+    const Tensor t = load_tensor(a.input);
+    const Problem p = problem_for(a, t);
     OutputFile out(a.output);  // fails now if the output cannot be written
 
-    std::vector<uint8_t> result(t.data.size());
+    const Execution e = execute(a, t, p);
     nlohmann::json report = {{"input", a.input},     {"output", a.output},  {"shape", t.dims},
                              {"dtype", dtype_name(p.dtype)}, {"axis", a.axis}, {"log", a.log},
                              {"temperature", a.temperature}, {"backend", a.backend}};
-    std::string device_name = "CPU reference";
-    RunResult gpu;
-    double cpu_ms = 0;
-    if (p.shape.elements() > 0) {
-        if (a.backend == "gpu") {
-            Context ctx(ContextOptions{a.device});
-            device_name = ctx.info().name;
-            gpu = vksoftmax::run(ctx, p, t.data.data(), result.data());
-            report["path"] = path_name(gpu.plan.path);
-            report["passes"] = gpu.plan.passes;
-        } else {
-            const auto start = std::chrono::steady_clock::now();
-            if (p.dtype == Dtype::f32)
-                cpu::softmax(p, reinterpret_cast<const float*>(t.data.data()), reinterpret_cast<float*>(result.data()));
-            else
-                cpu::softmax(p, reinterpret_cast<const uint16_t*>(t.data.data()),
-                             reinterpret_cast<uint16_t*>(result.data()));
-            cpu_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        }
+    if (a.backend == "gpu" && p.shape.elements() > 0) {
+        report["path"] = path_name(e.gpu.plan.path);
+        report["passes"] = e.gpu.plan.passes;
     }
-    report["device"] = device_name;
-
-    bool check_ok = true;
-    if (a.check) {
-        const std::vector<double> ref = reference(t, p);
-        const std::vector<double> got = to_double(result.data(), result.size() / dtype_size(p.dtype), p.dtype);
-        const Bound bound = accuracy_bound(p.dtype, p.log);
-        const double rel = bound.rel;
-        const Accuracy acc = compare(p, got, ref);
-        const bool sums_ok = acc.max_row_sum_error <= rel;
-        check_ok = acc.within(rel, 0.0) && sums_ok;
-        report["check"] = {{"max_abs_error", acc.max_abs},
-                           {"max_rel_error", acc.max_rel},
-                           {"max_row_sum_error", acc.max_row_sum_error},
-                           {"nonfinite_mismatches", acc.nonfinite_mismatches},
-                           {"rel_bound", rel},
-                           {"rows_sum_to_one", sums_ok},
-                           {"ok", check_ok}};
-        if (!a.json)
-            fmt::print("check against the CPU reference (float64): max abs error {:.3g}, max rel error {:.3g} "
-                       "(bound {:g}), max |row sum - 1| {:.3g}: rows {} to 1{}; {}\n",
-                       acc.max_abs, acc.max_rel, rel, acc.max_row_sum_error, sums_ok ? "sum" : "do NOT sum",
-                       acc.nonfinite_mismatches ? fmt::format(", {} non-finite mismatches", acc.nonfinite_mismatches) : "",
-                       check_ok ? "ok" : "FAILED");
-    }
-    if (a.time) {
-        const double bytes = 2.0 * static_cast<double>(result.size());
-        if (a.backend == "gpu" && gpu.timed) {
-            report["gpu_ns"] = gpu.gpu_ns;
-            report["pass_ns"] = gpu.pass_ns;
-            report["gb_per_s"] = gpu.gpu_ns > 0 ? bytes / gpu.gpu_ns : 0.0;
-            if (!a.json) {
-                std::string passes;
-                for (size_t i = 0; i < gpu.pass_ns.size(); ++i)
-                    passes += fmt::format("{}pass {}: {:.1f} us", i ? ", " : "", i + 1, gpu.pass_ns[i] / 1e3);
-                fmt::print("GPU time {:.1f} us ({}), {:.1f} GB/s effective (2 x {} bytes)\n", gpu.gpu_ns / 1e3,
-                           passes, gpu.gpu_ns > 0 ? bytes / gpu.gpu_ns : 0.0, result.size());
-            }
-        } else if (a.backend == "gpu") {
-            report["gpu_ns"] = nullptr;
-            if (!a.json) fmt::print("GPU time: not available (no timestamps on {})\n", device_name);
-        } else {
-            report["cpu_ms"] = cpu_ms;
-            if (!a.json) fmt::print("CPU time {:.2f} ms\n", cpu_ms);
-        }
-    }
+    report["device"] = e.device_name;
+    const bool check_ok = a.check ? report_check(a, t, p, e, report) : true;
+    if (a.time) report_time(a, e, report);
 
     out.commit(npy::encode(p.dtype == Dtype::f32 ? npy::Kind::f32 : npy::Kind::f16, t.dims, t.fortran_order,
-                           result.data(), result.size()));
+                           e.result.data(), e.result.size()));
     if (a.json)
         fmt::print("{}\n", report.dump(2));
     else
         fmt::print("wrote {}: {} over axis {} of {} {} on {}\n", a.output, a.log ? "log-softmax" : "softmax", a.axis,
-                   dtype_name(p.dtype), npy::shape_repr(t.dims), device_name);
+                   dtype_name(p.dtype), npy::shape_repr(t.dims), e.device_name);
     return check_ok ? int(Exit::ok) : int(Exit::failed_check);
 }
 
