@@ -140,56 +140,42 @@ std::vector<Variant> variants(const DeviceInfo& d) {
     return out;
 }
 
-Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
-    Result r;
-    r.case_name = c.name;
-    r.variant = v.name();
-    r.subgroup_size = v.subgroup_size ? v.subgroup_size : ctx.info().subgroup_size;
-    Problem p;
-    p.shape = c.shape;
-    p.dtype = c.dtype;
-    p.log = c.log;
-    p.temperature = c.temperature;
-    p.precision = v.precision;
-    RunOptions ro;
-    ro.plan.path = v.path;
-    ro.plan.reduction = v.reduction;
-    ro.plan.subgroup_size = v.subgroup_size;
-    // Small chunks on the split path: many partials to merge even for short rows.
-    if (v.path == Path::split) ro.plan.chunk_elements = 1;
-    if (v.path == Path::subgroup_row && c.shape.axis > 65537) {
-        r.skipped = true;
-        r.pass = true;
-        r.note = "rows this long never take the subgroup-row path";
-        return r;
-    }
+// The inputs (as the GPU saw them, in float64) and the GPU's outputs.
+struct Outputs {
+    std::vector<double> inputs, got;
+};
 
+// Runs the case's input through the GPU; fp16 inputs are rounded first,
+// and `inputs` holds the rounded values the reference must see.
+Outputs run_on_gpu(Context& ctx, const Case& c, const Problem& p, const RunOptions& ro, std::mt19937& rng) {
     const std::vector<float> x = make_input(c, rng);
     const size_t n = x.size();
-    std::vector<double> xd(n), got(n), ref(n);
+    Outputs o;
+    o.inputs.resize(n);
+    o.got.resize(n);
     if (c.dtype == Dtype::f32) {
         std::vector<float> y(n);
         run(ctx, p, x.data(), y.data(), ro);
         for (size_t i = 0; i < n; ++i) {
-            xd[i] = x[i];
-            got[i] = y[i];
+            o.inputs[i] = x[i];
+            o.got[i] = y[i];
         }
     } else {
         std::vector<uint16_t> xh(n), yh(n);
         for (size_t i = 0; i < n; ++i) {
             xh[i] = float_to_half(x[i]);
-            xd[i] = half_to_float(xh[i]);
+            o.inputs[i] = half_to_float(xh[i]);
         }
         run(ctx, p, xh.data(), yh.data(), ro);
-        for (size_t i = 0; i < n; ++i) got[i] = half_to_float(yh[i]);
+        for (size_t i = 0; i < n; ++i) o.got[i] = half_to_float(yh[i]);
     }
-    cpu::softmax(p, xd.data(), ref.data());
-    const bool f32 = c.dtype == Dtype::f32;
-    round_to(c.dtype, ref);
+    return o;
+}
 
-    const Bound bound = accuracy_bound(c.dtype, c.log, v.precision);
-    r.rel_bound = bound.rel;
-    const double floor = bound.floor;
+// Judges the outputs against the reference row by row: NaN rows, -inf
+// (log) and 0 (softmax of -inf) exactly; finite outputs within the bound,
+// in relative error and ULP; each row's sum within the bound of 1.
+void judge(const Case& c, const Outputs& o, const std::vector<double>& ref, double floor, Result& r) {
     const Shape& s = c.shape;
     for (uint64_t row = 0; row < s.rows(); ++row) {
         const uint64_t base = s.row_start(row);
@@ -197,11 +183,10 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
         bool nan_row = false;
         for (uint64_t i = 0; i < s.axis; ++i) {
             const uint64_t at = base + i * s.inner;
-            const double g = got[at], want = ref[at];
+            const double g = o.got[at], want = ref[at];
             if (std::isnan(want) || std::isinf(want) || want == 0.0) {
-                // Exact: NaN rows, -inf (log) and 0 (softmax of -inf).
                 const bool same = std::isnan(want) ? std::isnan(g) : g == want;
-                if (!same && (std::isnan(want) || std::isinf(want) || std::isinf(xd[at]))) {
+                if (!same && (std::isnan(want) || std::isinf(want) || std::isinf(o.inputs[at]))) {
                     if (r.nan_pattern_ok)
                         r.note = "element " + std::to_string(at) + ": got " + std::to_string(g) + ", want " +
                                  std::to_string(want);
@@ -222,9 +207,42 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
         }
         if (!nan_row && s.axis > 0) r.worst_row_sum = std::max(r.worst_row_sum, std::fabs(sum - 1.0));
     }
+}
+
+Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
+    Result r;
+    r.case_name = c.name;
+    r.variant = v.name();
+    r.subgroup_size = v.subgroup_size ? v.subgroup_size : ctx.info().subgroup_size;
+    if (v.path == Path::subgroup_row && c.shape.axis > 65537) {
+        r.skipped = true;
+        r.pass = true;
+        r.note = "rows this long never take the subgroup-row path";
+        return r;
+    }
+    Problem p;
+    p.shape = c.shape;
+    p.dtype = c.dtype;
+    p.log = c.log;
+    p.temperature = c.temperature;
+    p.precision = v.precision;
+    RunOptions ro;
+    ro.plan.path = v.path;
+    ro.plan.reduction = v.reduction;
+    ro.plan.subgroup_size = v.subgroup_size;
+    // Small chunks on the split path: many partials to merge even for short rows.
+    if (v.path == Path::split) ro.plan.chunk_elements = 1;
+
+    const Outputs o = run_on_gpu(ctx, c, p, ro, rng);
+    std::vector<double> ref(o.inputs.size());
+    cpu::softmax(p, o.inputs.data(), ref.data());
+    round_to(c.dtype, ref);
+    const Bound bound = accuracy_bound(c.dtype, c.log, v.precision);
+    r.rel_bound = bound.rel;
+    judge(c, o, ref, bound.floor, r);
     // A row of L outputs, each within the bound, sums to 1 within it too
     // (plus the output type's rounding of each, which the bound covers).
-    const double sum_bound = f32 ? r.rel_bound : 2 * r.rel_bound;
+    const double sum_bound = c.dtype == Dtype::f32 ? r.rel_bound : 2 * r.rel_bound;
     r.pass = r.nan_pattern_ok && r.max_rel <= r.rel_bound && r.worst_row_sum <= sum_bound;
     if (r.pass) r.note.clear();
     else if (r.nan_pattern_ok)
