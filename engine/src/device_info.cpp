@@ -23,75 +23,52 @@ std::vector<VkExtensionProperties> device_extensions(const InstanceFunctions& vk
     return exts;
 }
 
-}  // namespace
+// What the device's version and extensions offer to query.
+struct Offered {
+    bool size_control = false, driver_properties = false, float16 = false;
+    bool executable_properties = false, uniform_control_flow = false, push_descriptor = false;
+};
 
-DeviceInfo query_info(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t index) {
-    DeviceInfo info;
-    info.index = index;
-    auto exts = device_extensions(vk, pd);
+Offered offered(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t api_version) {
+    const auto exts = device_extensions(vk, pd);
+    const bool v12 = api_version >= VK_API_VERSION_1_2, v13 = api_version >= VK_API_VERSION_1_3;
+    Offered o;
+    o.size_control = v13 || has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    o.driver_properties = v12 || has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    o.float16 = v12 || has_extension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+    o.executable_properties = has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    o.uniform_control_flow = has_extension(exts, VK_KHR_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_EXTENSION_NAME);
+    o.push_descriptor = has_extension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    return o;
+}
 
-    VkPhysicalDeviceProperties base{};
-    vk.vkGetPhysicalDeviceProperties(pd, &base);
-    info.api_version = base.apiVersion;
-    bool v12 = base.apiVersion >= VK_API_VERSION_1_2, v13 = base.apiVersion >= VK_API_VERSION_1_3;
-    bool size_control_ext = v13 || has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-    bool driver_props = v12 || has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
-    bool float16_ext = v12 || has_extension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
-
+// Names, subgroup properties and limits; the subgroup size control range
+// goes to `size_control` (it counts only with the feature, read next).
+void read_properties(const InstanceFunctions& vk, VkPhysicalDevice pd, const Offered& o, DeviceInfo& info,
+                     VkPhysicalDeviceSubgroupSizeControlProperties& size_control) {
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     VkPhysicalDeviceSubgroupProperties sg{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-    VkPhysicalDeviceSubgroupSizeControlProperties sgc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
     VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    size_control = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
     props.pNext = &sg;
     void** tail = &sg.pNext;
-    if (size_control_ext) { *tail = &sgc; tail = &sgc.pNext; }
-    if (driver_props) { *tail = &drv; tail = &drv.pNext; }
+    if (o.size_control) { *tail = &size_control; tail = &size_control.pNext; }
+    if (o.driver_properties) { *tail = &drv; tail = &drv.pNext; }
     vk.vkGetPhysicalDeviceProperties2(pd, &props);
 
-    VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-    VkPhysicalDeviceSubgroupSizeControlFeatures sgcf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
-    VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexe{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-    const bool pexe_ext = has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
-    VkPhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR ucf{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_FEATURES_KHR};
-    const bool ucf_ext = has_extension(exts, VK_KHR_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_EXTENSION_NAME);
-    feats.pNext = &s16;
-    tail = &s16.pNext;
-    if (size_control_ext) { *tail = &sgcf; tail = &sgcf.pNext; }
-    if (float16_ext) { *tail = &f16; tail = &f16.pNext; }
-    if (pexe_ext) { *tail = &pexe; tail = &pexe.pNext; }
-    if (ucf_ext) { *tail = &ucf; tail = &ucf.pNext; }
-    vk.vkGetPhysicalDeviceFeatures2(pd, &feats);
-
-    const VkPhysicalDeviceLimits& L = props.properties.limits;
     info.name = props.properties.deviceName;
     info.vendor_id = props.properties.vendorID;
     info.device_id = props.properties.deviceID;
     info.driver_version = props.properties.driverVersion;
     info.type = props.properties.deviceType;
-    if (driver_props) {
+    if (o.driver_properties) {
         info.driver_name = drv.driverName;
         info.driver_info = drv.driverInfo;
     }
     info.subgroup_size = sg.subgroupSize;
     info.subgroup_ops = sg.supportedOperations;
     info.subgroup_in_compute = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
-    if (size_control_ext && sgcf.subgroupSizeControl &&
-        (sgc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
-        info.subgroup_size_control = true;
-        info.compute_full_subgroups = sgcf.computeFullSubgroups;
-        info.min_subgroup_size = sgc.minSubgroupSize;
-        info.max_subgroup_size = sgc.maxSubgroupSize;
-        info.max_workgroup_subgroups = sgc.maxComputeWorkgroupSubgroups;
-    }
-    info.storage_16bit = s16.storageBuffer16BitAccess;
-    info.shader_float16 = float16_ext && f16.shaderFloat16;
-    info.push_descriptor = has_extension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
-    info.pipeline_statistics = pexe_ext && pexe.pipelineExecutableInfo;
-    info.subgroup_uniform_control_flow = ucf_ext && ucf.shaderSubgroupUniformControlFlow;
+    const VkPhysicalDeviceLimits& L = props.properties.limits;
     info.timestamp_period = L.timestampPeriod;
     info.max_storage_buffer_range = L.maxStorageBufferRange;
     info.min_storage_buffer_offset_alignment = L.minStorageBufferOffsetAlignment;
@@ -99,7 +76,41 @@ DeviceInfo query_info(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t
     info.max_workgroup_invocations = L.maxComputeWorkGroupInvocations;
     info.max_workgroup_size_x = L.maxComputeWorkGroupSize[0];
     info.max_shared_memory = L.maxComputeSharedMemorySize;
+}
 
+void read_features(const InstanceFunctions& vk, VkPhysicalDevice pd, const Offered& o,
+                   const VkPhysicalDeviceSubgroupSizeControlProperties& size_control, DeviceInfo& info) {
+    VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceSubgroupSizeControlFeatures sgcf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexe{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    VkPhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR ucf{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_FEATURES_KHR};
+    feats.pNext = &s16;
+    void** tail = &s16.pNext;
+    if (o.size_control) { *tail = &sgcf; tail = &sgcf.pNext; }
+    if (o.float16) { *tail = &f16; tail = &f16.pNext; }
+    if (o.executable_properties) { *tail = &pexe; tail = &pexe.pNext; }
+    if (o.uniform_control_flow) { *tail = &ucf; tail = &ucf.pNext; }
+    vk.vkGetPhysicalDeviceFeatures2(pd, &feats);
+
+    if (o.size_control && sgcf.subgroupSizeControl && (size_control.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
+        info.subgroup_size_control = true;
+        info.compute_full_subgroups = sgcf.computeFullSubgroups;
+        info.min_subgroup_size = size_control.minSubgroupSize;
+        info.max_subgroup_size = size_control.maxSubgroupSize;
+        info.max_workgroup_subgroups = size_control.maxComputeWorkgroupSubgroups;
+    }
+    info.storage_16bit = s16.storageBuffer16BitAccess;
+    info.shader_float16 = o.float16 && f16.shaderFloat16;
+    info.pipeline_statistics = o.executable_properties && pexe.pipelineExecutableInfo;
+    info.subgroup_uniform_control_flow = o.uniform_control_flow && ucf.shaderSubgroupUniformControlFlow;
+}
+
+// The first queue family with compute, and its timestamp bits.
+void read_compute_queue(const InstanceFunctions& vk, VkPhysicalDevice pd, DeviceInfo& info) {
     uint32_t nq = 0;
     vk.vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, nullptr);
     std::vector<VkQueueFamilyProperties> families(nq);
@@ -111,6 +122,22 @@ DeviceInfo query_info(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t
             info.timestamp_valid_bits = families[i].timestampValidBits;
             break;
         }
+}
+
+}  // namespace
+
+DeviceInfo query_info(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t index) {
+    DeviceInfo info;
+    info.index = index;
+    VkPhysicalDeviceProperties base{};
+    vk.vkGetPhysicalDeviceProperties(pd, &base);
+    info.api_version = base.apiVersion;
+    const Offered o = offered(vk, pd, base.apiVersion);
+    info.push_descriptor = o.push_descriptor;
+    VkPhysicalDeviceSubgroupSizeControlProperties size_control{};
+    read_properties(vk, pd, o, info, size_control);
+    read_features(vk, pd, o, size_control, info);
+    read_compute_queue(vk, pd, info);
     return info;
 }
 
