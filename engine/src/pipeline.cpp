@@ -29,10 +29,17 @@ std::string PipelineKey::id() const {
 }
 
 Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
+    const std::string what = "softmax pipeline " + key.id();
+    create_layouts(ctx, what);
+    const Handle<VkShaderModule> module = create_module(ctx, what);
+    create_pipeline(ctx, module.get(), what);
+    if (ctx.capturing_statistics()) read_statistics(ctx, what);
+}
+
+// Three storage buffers set by push descriptors, and the push constants.
+void Pipeline::create_layouts(Context& ctx, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
-    const std::string what = "softmax pipeline " + key.id();
-
     std::array<VkDescriptorSetLayoutBinding, 3> bindings{};
     for (uint32_t i = 0; i < bindings.size(); ++i) {
         bindings[i].binding = i;
@@ -60,28 +67,39 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     check(vk.vkCreatePipelineLayout(dev, &pl, nullptr, &layout), "vkCreatePipelineLayout", what);
     auto destroy_pl = vk.vkDestroyPipelineLayout;
     layout_ = Handle<VkPipelineLayout>(layout, [dev, destroy_pl](VkPipelineLayout h) { destroy_pl(dev, h, nullptr); });
+}
 
-    const SpirvReduction reduction = !key.subgroup ? SpirvReduction::shared
+// The embedded module of the key's storage type and reduction.
+Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& what) const {
+    const DeviceFunctions& vk = ctx.vk();
+    VkDevice dev = ctx.device();
+    const SpirvReduction reduction = !key_.subgroup ? SpirvReduction::shared
                                      : ctx.info().subgroup_uniform_control_flow ? SpirvReduction::subgroup_uniform_control_flow
                                                                                 : SpirvReduction::subgroup;
-    SpirvBlob blob = key.copy ? copy_spirv() : softmax_spirv(key.dtype, reduction);
+    SpirvBlob blob = key_.copy ? copy_spirv() : softmax_spirv(key_.dtype, reduction);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = blob.count * sizeof(uint32_t);
     mi.pCode = blob.words;
     VkShaderModule module = VK_NULL_HANDLE;
     check(vk.vkCreateShaderModule(dev, &mi, nullptr, &module), "vkCreateShaderModule", what);
     auto destroy_sm = vk.vkDestroyShaderModule;
-    Handle<VkShaderModule> module_owner(module, [dev, destroy_sm](VkShaderModule h) { destroy_sm(dev, h, nullptr); });
+    return Handle<VkShaderModule>(module, [dev, destroy_sm](VkShaderModule h) { destroy_sm(dev, h, nullptr); });
+}
 
+// The compute pipeline with the key's specialization constants and, where
+// asked, its required subgroup size.
+void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::string& what) {
+    const DeviceFunctions& vk = ctx.vk();
+    VkDevice dev = ctx.device();
     // constant_id 0..6 of softmax_common.glsl; booleans are 32-bit.
-    const std::array<uint32_t, 7> values = {key.workgroup_size,     key.vpt,  key.vec,  key.log ? 1u : 0u,
-                                            key.subgroup_rows ? 1u : 0u, key.accurate ? 1u : 0u,
-                                            static_cast<uint32_t>(key.kind)};
+    const std::array<uint32_t, 7> values = {key_.workgroup_size,     key_.vpt,  key_.vec,  key_.log ? 1u : 0u,
+                                            key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
+                                            static_cast<uint32_t>(key_.kind)};
     std::array<VkSpecializationMapEntry, 7> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares only constant_id 0.
-    VkSpecializationInfo spec{key.copy ? 1u : static_cast<uint32_t>(entries.size()), entries.data(),
-                              key.copy ? 4u : sizeof(values), values.data()};
+    VkSpecializationInfo spec{key_.copy ? 1u : static_cast<uint32_t>(entries.size()), entries.data(),
+                              key_.copy ? 4u : sizeof(values), values.data()};
 
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
         VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
@@ -91,26 +109,25 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     ci.stage.module = module;
     ci.stage.pName = "main";
     ci.stage.pSpecializationInfo = &spec;
-    if (key.required_subgroup_size != 0) {
+    if (key_.required_subgroup_size != 0) {
         const DeviceInfo& d = ctx.info();
-        if (!d.subgroup_size_control || key.required_subgroup_size < d.min_subgroup_size ||
-            key.required_subgroup_size > d.max_subgroup_size)
-            throw Error(ErrorKind::unsupported, "subgroup size " + std::to_string(key.required_subgroup_size) +
+        if (!d.subgroup_size_control || key_.required_subgroup_size < d.min_subgroup_size ||
+            key_.required_subgroup_size > d.max_subgroup_size)
+            throw Error(ErrorKind::unsupported, "subgroup size " + std::to_string(key_.required_subgroup_size) +
                                                     " cannot be required on " + d.name);
-        required.requiredSubgroupSize = key.required_subgroup_size;
+        required.requiredSubgroupSize = key_.required_subgroup_size;
         ci.stage.pNext = &required;
         // Full subgroups make gl_NumSubgroups * gl_SubgroupSize the workgroup size.
-        if (d.compute_full_subgroups && key.workgroup_size % key.required_subgroup_size == 0)
+        if (d.compute_full_subgroups && key_.workgroup_size % key_.required_subgroup_size == 0)
             ci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
     }
-    ci.layout = layout;
+    ci.layout = layout_.get();
     if (ctx.capturing_statistics()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     VkPipeline pipeline = VK_NULL_HANDLE;
     check(vk.vkCreateComputePipelines(dev, ctx.pipeline_cache(), 1, &ci, nullptr, &pipeline), "vkCreateComputePipelines",
           what);
     auto destroy_p = vk.vkDestroyPipeline;
     pipeline_ = Handle<VkPipeline>(pipeline, [dev, destroy_p](VkPipeline h) { destroy_p(dev, h, nullptr); });
-    if (ctx.capturing_statistics()) read_statistics(ctx, what);
 }
 
 void Pipeline::dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],

@@ -67,6 +67,9 @@ public:
     std::vector<std::string> statistics() const { return statistics_; }
 
 private:
+    void create_layouts(Context& ctx, const std::string& what);
+    Handle<VkShaderModule> create_module(Context& ctx, const std::string& what) const;
+    void create_pipeline(Context& ctx, VkShaderModule module, const std::string& what);
     void read_statistics(Context& ctx, const std::string& what);
     PipelineKey key_;
     Handle<VkDescriptorSetLayout> set_layout_;
