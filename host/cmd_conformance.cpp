@@ -29,15 +29,65 @@ nlohmann::json identity(const DeviceInfo& d) {
             {"subgroup_uniform_control_flow", d.subgroup_uniform_control_flow}};
 }
 
-int conformance_command(const ConformanceArgs& a) {
+// The device selectors --device names: one, or every device's index.
+std::vector<std::string> selectors_for(const std::string& device) {
+    if (device != "all") return {device};
     std::vector<std::string> selectors;
-    if (a.device == "all") {
-        const DeviceList list = list_devices();
-        for (const DeviceInfo& d : list.devices) selectors.push_back(std::to_string(d.index));
-        if (selectors.empty()) throw Error(ErrorKind::unsupported, "no Vulkan device found");
-    } else {
-        selectors.push_back(a.device);
+    for (const DeviceInfo& d : list_devices().devices) selectors.push_back(std::to_string(d.index));
+    if (selectors.empty()) throw Error(ErrorKind::unsupported, "no Vulkan device found");
+    return selectors;
+}
+
+struct Counts {
+    size_t total = 0, failed = 0, skipped = 0;
+};
+
+// The catalogue on one device: its table on stdout, its part of the report.
+nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& selector, const conformance::Options& o,
+                             Counts& counts) {
+    ContextOptions co;
+    co.device = selector;
+    co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
+    Context ctx(co);
+    const DeviceInfo& d = ctx.info();
+    fmt::print("device {}: {} ({} {}, Vulkan {}), subgroup uniform control flow: {}\n", d.index, d.name, d.driver_name,
+               d.driver_info, d.api_string(), d.subgroup_uniform_control_flow ? "on" : "off");
+    fmt::print("{:<44} {:<28} {:>3} {:>9} {:>9} {:>7} {:>9} {:>4} {}\n", "case", "variant", "sg", "max ulp", "max rel",
+               "bound", "|sum-1|", "nan", "result");
+    auto print = [&](const conformance::Result& r) {
+        if (a.failures_only && (r.pass || r.skipped)) return;
+        fmt::print("{:<44} {:<28} {:>3} {:>9.0f} {:>9.2e} {:>7.0e} {:>9.2e} {:>4} {}{}\n", r.case_name, r.variant,
+                   r.subgroup_size, r.max_ulp, r.max_rel, r.rel_bound, r.worst_row_sum, r.nan_pattern_ok ? "ok" : "BAD",
+                   r.skipped ? "skip" : r.pass ? "pass" : "FAIL", r.note.empty() ? "" : "  (" + r.note + ")");
+    };
+    nlohmann::json results = nlohmann::json::array();
+    double worst_rel_fast = 0, worst_rel_accurate = 0;
+    for (const auto& r : conformance::run(ctx, o, print)) {
+        ++counts.total;
+        counts.failed += !r.pass;
+        counts.skipped += r.skipped;
+        double& worst = r.variant.find("accurate") != std::string::npos ? worst_rel_accurate : worst_rel_fast;
+        worst = std::max(worst, r.case_name.rfind("f32", 0) == 0 ? r.max_rel : 0.0);
+        results.push_back({{"case", r.case_name},
+                           {"variant", r.variant},
+                           {"subgroup_size", r.subgroup_size},
+                           {"max_ulp", r.max_ulp},
+                           {"max_rel", r.max_rel},
+                           {"rel_bound", r.rel_bound},
+                           {"worst_row_sum_error", r.worst_row_sum},
+                           {"nan_pattern_ok", r.nan_pattern_ok},
+                           {"pass", r.pass},
+                           {"skipped", r.skipped},
+                           {"note", r.note}});
     }
+    return {{"device", identity(d)},
+            {"worst_f32_rel_fast", worst_rel_fast},
+            {"worst_f32_rel_accurate", worst_rel_accurate},
+            {"results", results}};
+}
+
+int conformance_command(const ConformanceArgs& a) {
+    const std::vector<std::string> selectors = selectors_for(a.device);
     conformance::Options o;
     o.quick = a.quick;
     o.filter = a.filter;
@@ -47,59 +97,17 @@ int conformance_command(const ConformanceArgs& a) {
     std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
     report["date"] = date;
     report["catalogue"] = a.quick ? "quick" : "full";
-    size_t total = 0, failed = 0, skipped = 0;
-    for (const std::string& sel : selectors) {
-        ContextOptions co;
-        co.device = sel;
-        co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
-        Context ctx(co);
-        const DeviceInfo& d = ctx.info();
-        fmt::print("device {}: {} ({} {}, Vulkan {}), subgroup uniform control flow: {}\n", d.index, d.name,
-                   d.driver_name, d.driver_info, d.api_string(), d.subgroup_uniform_control_flow ? "on" : "off");
-        fmt::print("{:<44} {:<28} {:>3} {:>9} {:>9} {:>7} {:>9} {:>4} {}\n", "case", "variant", "sg", "max ulp",
-                   "max rel", "bound", "|sum-1|", "nan", "result");
-        nlohmann::json device_results = nlohmann::json::array();
-        auto print = [&](const conformance::Result& r) {
-            if (a.failures_only && (r.pass || r.skipped)) return;
-            fmt::print("{:<44} {:<28} {:>3} {:>9.0f} {:>9.2e} {:>7.0e} {:>9.2e} {:>4} {}{}\n", r.case_name, r.variant,
-                       r.subgroup_size, r.max_ulp, r.max_rel, r.rel_bound, r.worst_row_sum,
-                       r.nan_pattern_ok ? "ok" : "BAD", r.skipped ? "skip" : r.pass ? "pass" : "FAIL",
-                       r.note.empty() ? "" : "  (" + r.note + ")");
-        };
-        const auto results = conformance::run(ctx, o, print);
-        double worst_rel_fast = 0, worst_rel_accurate = 0;
-        for (const auto& r : results) {
-            ++total;
-            failed += !r.pass;
-            skipped += r.skipped;
-            (r.variant.find("accurate") != std::string::npos ? worst_rel_accurate : worst_rel_fast) =
-                std::max(r.variant.find("accurate") != std::string::npos ? worst_rel_accurate : worst_rel_fast,
-                         r.case_name.rfind("f32", 0) == 0 ? r.max_rel : 0.0);
-            device_results.push_back({{"case", r.case_name},
-                                      {"variant", r.variant},
-                                      {"subgroup_size", r.subgroup_size},
-                                      {"max_ulp", r.max_ulp},
-                                      {"max_rel", r.max_rel},
-                                      {"rel_bound", r.rel_bound},
-                                      {"worst_row_sum_error", r.worst_row_sum},
-                                      {"nan_pattern_ok", r.nan_pattern_ok},
-                                      {"pass", r.pass},
-                                      {"skipped", r.skipped},
-                                      {"note", r.note}});
-        }
-        report["devices"].push_back({{"device", identity(d)},
-                                     {"worst_f32_rel_fast", worst_rel_fast},
-                                     {"worst_f32_rel_accurate", worst_rel_accurate},
-                                     {"results", device_results}});
-    }
-    report["summary"] = {{"runs", total}, {"failed", failed}, {"skipped", skipped}};
+    Counts counts;
+    for (const std::string& selector : selectors) report["devices"].push_back(run_on_device(a, selector, o, counts));
+    report["summary"] = {{"runs", counts.total}, {"failed", counts.failed}, {"skipped", counts.skipped}};
     if (!a.json.empty()) {
         OutputFile f(a.json);
         const std::string text = report.dump(1) + "\n";
         f.commit(std::vector<uint8_t>(text.begin(), text.end()));
     }
-    fmt::print("conformance: {} passed, {} failed, {} skipped\n", total - failed - skipped, failed, skipped);
-    return failed ? int(Exit::failed_check) : int(Exit::ok);
+    fmt::print("conformance: {} passed, {} failed, {} skipped\n", counts.total - counts.failed - counts.skipped,
+               counts.failed, counts.skipped);
+    return counts.failed ? int(Exit::failed_check) : int(Exit::ok);
 }
 
 }  // namespace
