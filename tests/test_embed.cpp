@@ -367,6 +367,107 @@ TEST_F(Embed, ContextsFromSeveralThreads) {
     }
 }
 
+// Misuse of the C API is refused with an error code and a message, never a
+// crash: NULL pointers, unknown enums, empty and absurd shapes, buffer
+// ranges smaller than the tensor, misaligned offsets, a missing or short
+// workspace, a corrupt pipeline-cache blob, message buffers of 0 and 1 byte.
+TEST_F(Embed, MisuseIsRefused) {
+    const vksm_context_desc host_desc = desc();
+    vksm_context ctx = reinterpret_cast<vksm_context>(&messages_);  // must be cleared on failure
+    EXPECT_EQ(vksm_context_create(nullptr, &ctx, nullptr, 0), VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(ctx, nullptr) << "*out not cleared";
+    EXPECT_EQ(vksm_context_create(&host_desc, nullptr, nullptr, 0), VKSM_ERROR_INVALID_ARGUMENT);
+    vksm_context_desc no_device = host_desc;
+    no_device.device = VK_NULL_HANDLE;
+    char one[1] = {'x'};
+    EXPECT_EQ(vksm_context_create(&no_device, &ctx, one, sizeof one), VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(one[0], '\0') << "a 1-byte message buffer holds the terminator only";
+    char untouched[4] = "abc";
+    EXPECT_EQ(vksm_context_create(&no_device, &ctx, untouched, 0), VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_STREQ(untouched, "abc") << "a 0-byte message buffer was written";
+
+    // A corrupt pipeline-cache blob is ignored by the driver, not trusted.
+    std::vector<uint8_t> garbage(300, 0xA5);
+    vksm_context_desc corrupt = host_desc;
+    corrupt.pipeline_cache_data = garbage.data();
+    corrupt.pipeline_cache_size = garbage.size();
+    char why[256] = "";
+    ASSERT_EQ(vksm_context_create(&corrupt, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
+
+    vksm_plan plan = nullptr;
+    const vksm_problem good{4, 1000, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
+    EXPECT_EQ(vksm_plan_create(ctx, nullptr, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(vksm_plan_create(nullptr, &good, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(vksm_plan_create(ctx, &good, nullptr), VKSM_ERROR_INVALID_ARGUMENT);
+    vksm_problem bad = good;
+    const int seven = 7, nine = 9;  // what a C host may store in an enum field
+    std::memcpy(&bad.dtype, &seven, sizeof bad.dtype);
+    EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("dtype"), std::string::npos) << vksm_context_last_error(ctx);
+    bad = good;
+    std::memcpy(&bad.precision, &nine, sizeof bad.precision);
+    EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    bad = good;
+    bad.temperature = -1.0;
+    EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    bad = good;
+    bad.outer = bad.axis = bad.inner = uint64_t(1) << 40;  // 2^120 elements
+    EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("2^64"), std::string::npos) << vksm_context_last_error(ctx);
+    bad = good;
+    bad.axis = uint64_t(1) << 33;  // over 2^32 elements
+    EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_UNSUPPORTED);
+    EXPECT_EQ(plan, nullptr);
+    EXPECT_EQ(vksm_plan_tensor_bytes(nullptr), 0u);
+    EXPECT_EQ(vksm_plan_passes(nullptr), 0u);
+    VkDeviceSize size = 1, alignment = 1;
+    vksm_plan_workspace(nullptr, &size, &alignment);
+    EXPECT_EQ(size, 0u);
+    size_t blob = 0;
+    EXPECT_EQ(vksm_pipeline_cache_data(ctx, nullptr, nullptr), VKSM_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ(vksm_pipeline_cache_data(ctx, nullptr, &blob), VKSM_SUCCESS);
+    if (blob > 1) {
+        std::vector<uint8_t> small(blob - 1);
+        size_t small_size = small.size();
+        EXPECT_EQ(vksm_pipeline_cache_data(ctx, small.data(), &small_size), VKSM_ERROR_INVALID_ARGUMENT);
+    }
+
+    // Recording: a split plan (it needs a workspace) against bad buffers.
+    const vksm_problem split{2, 70001, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
+    ASSERT_EQ(vksm_plan_create(ctx, &split, &plan), VKSM_SUCCESS) << vksm_context_last_error(ctx);
+    ASSERT_EQ(vksm_plan_passes(plan), 2u);
+    const VkDeviceSize bytes = vksm_plan_tensor_bytes(plan);
+    VkDeviceSize ws_size = 0, ws_align = 0;
+    vksm_plan_workspace(plan, &ws_size, &ws_align);
+    void* map = nullptr;
+    const VkBuffer buf = buffer(2 * bytes + 4 * align_, &map);
+    const VkBuffer ws = buffer(ws_size + ws_align, &map);
+    VkCommandBuffer cb = command_buffer();
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(cb, &bi);
+    const vksm_buffer in{buf, 0, bytes}, out{buf, bytes + align_ - bytes % align_, bytes}, work{ws, 0, ws_size};
+    struct Case {
+        const char* what;
+        vksm_buffer in, out, work;
+    };
+    for (const Case& c : {Case{"no input buffer", {VK_NULL_HANDLE, 0, bytes}, out, work},
+                          Case{"input range short of the tensor", {buf, 0, bytes - 4}, out, work},
+                          Case{"output offset misaligned", in, {buf, out.offset + 1, bytes}, work},
+                          Case{"no workspace", in, out, {VK_NULL_HANDLE, 0, 0}},
+                          Case{"workspace short", in, out, {ws, 0, ws_size - 16}}}) {
+        EXPECT_EQ(vksm_record(plan, cb, c.in, c.out, c.work, VK_NULL_HANDLE, 0), VKSM_ERROR_INVALID_ARGUMENT) << c.what;
+        EXPECT_STRNE(vksm_context_last_error(ctx), "") << c.what;
+    }
+    EXPECT_EQ(vksm_record(nullptr, cb, in, out, work, VK_NULL_HANDLE, 0), VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(vksm_record(plan, VK_NULL_HANDLE, in, out, work, VK_NULL_HANDLE, 0), VKSM_ERROR_INVALID_ARGUMENT);
+    vkEndCommandBuffer(cb);  // nothing was recorded by the refused calls
+    vksm_plan_destroy(plan);
+    vksm_plan_destroy(nullptr);
+    vksm_context_destroy(ctx);
+    vksm_context_destroy(nullptr);
+    EXPECT_STREQ(vksm_context_last_error(nullptr), "no context");
+}
+
 TEST_F(Embed, TimestampsIntoTheHostsQueryPool) {
     vksm_context ctx = nullptr;
     const vksm_context_desc host_desc = desc();

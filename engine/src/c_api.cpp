@@ -56,6 +56,17 @@ vksm_result guarded(vksm_context_T* c, Body body) {
     }
 }
 
+// The value a C host stored in an enum field, which may be any int: read
+// as an int, since loading an out-of-range value as the C++ enum is
+// undefined.
+template <typename Enum>
+int raw_value(const Enum& field) {
+    static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized");
+    int value = 0;
+    std::memcpy(&value, &field, sizeof value);
+    return value;
+}
+
 }  // namespace
 
 extern "C" {
@@ -119,13 +130,15 @@ vksm_result vksm_plan_create(vksm_context context, const vksm_problem* problem, 
     return guarded(context, [&] {
         vksoftmax::Problem p;
         p.shape = {problem->outer, problem->axis, problem->inner};
-        if (problem->dtype != VKSM_F32 && problem->dtype != VKSM_F16)
-            throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, "unknown dtype");
-        p.dtype = problem->dtype == VKSM_F16 ? vksoftmax::Dtype::f16 : vksoftmax::Dtype::f32;
+        const int dtype = raw_value(problem->dtype), precision = raw_value(problem->precision);
+        if (dtype != VKSM_F32 && dtype != VKSM_F16)
+            throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, "unknown dtype " + std::to_string(dtype));
+        if (precision != VKSM_PRECISION_FAST && precision != VKSM_PRECISION_ACCURATE)
+            throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, "unknown precision " + std::to_string(precision));
+        p.dtype = dtype == VKSM_F16 ? vksoftmax::Dtype::f16 : vksoftmax::Dtype::f32;
         p.log = problem->log != 0;
         p.temperature = problem->temperature == 0.0 ? 1.0 : problem->temperature;
-        p.precision = problem->precision == VKSM_PRECISION_ACCURATE ? vksoftmax::Precision::accurate
-                                                                      : vksoftmax::Precision::fast;
+        p.precision = precision == VKSM_PRECISION_ACCURATE ? vksoftmax::Precision::accurate : vksoftmax::Precision::fast;
         auto plan = std::make_unique<vksm_plan_T>();
         plan->owner = context;
         plan->plan = vksoftmax::make_plan(*context->ctx, p);

@@ -253,8 +253,12 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     const float inv_t = inverse_temperature(problem);
     if (problem.dtype == Dtype::f16 && !d.storage_16bit)
         throw Error(ErrorKind::unsupported, "fp16 tensors need storageBuffer16BitAccess, which " + d.name + " lacks");
-    plan.tensor_bytes = problem.shape.elements() * dtype_size(problem.dtype);
-    if (problem.shape.elements() == 0) return plan;
+    const Shape& shape = problem.shape;
+    uint64_t rows = 0, elements = 0;
+    if (__builtin_mul_overflow(shape.outer, shape.inner, &rows) || __builtin_mul_overflow(rows, shape.axis, &elements))
+        throw Error(ErrorKind::invalid_argument, "shape " + to_string(shape) + " has more than 2^64 elements");
+    plan.tensor_bytes = elements * dtype_size(problem.dtype);
+    if (elements == 0) return plan;
     check_fits(d, problem, plan.tensor_bytes);
 
     const Limits l = device_limits(d, options);
@@ -270,7 +274,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     plan.rows_per_workgroup = g.rows_per_workgroup;
     plan.workspace_bytes = path == Path::split ? g.workspace_bytes : 0;
     plan.groups = static_cast<uint32_t>(std::min<uint64_t>(g.items, d.max_workgroup_count[0]));
-    const Shape& s = problem.shape;
+    const Shape& s = shape;
     plan.push = PushConstants{static_cast<uint32_t>(s.rows()), static_cast<uint32_t>(s.axis), static_cast<uint32_t>(s.inner),
                               g.chunks, g.chunk, inv_t};
 
@@ -317,6 +321,8 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
             throw Error(ErrorKind::invalid_argument, "buffer offset " + std::to_string(r->offset) +
                                                          " is not a multiple of minStorageBufferOffsetAlignment (" +
                                                          std::to_string(align) + ")");
+    if (in.buffer == VK_NULL_HANDLE || out.buffer == VK_NULL_HANDLE)
+        throw Error(ErrorKind::invalid_argument, "the input and output need a VkBuffer each");
     if (in.range < plan.tensor_bytes || out.range < plan.tensor_bytes)
         throw Error(ErrorKind::invalid_argument, "input or output range is smaller than the tensor (" +
                                                      std::to_string(plan.tensor_bytes) + " bytes)");
