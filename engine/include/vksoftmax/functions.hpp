@@ -64,7 +64,6 @@
     F(vkGetPipelineCacheData)                 \
     F(vkCreateComputePipelines)               \
     F(vkDestroyPipeline)                      \
-    F(vkGetPipelineExecutablePropertiesKHR)   \
     F(vkGetPipelineExecutableStatisticsKHR)   \
     F(vkCreateQueryPool)                      \
     F(vkDestroyQueryPool)                     \
