@@ -34,8 +34,7 @@ float inverse_temperature(const Problem& problem) {
 
 // Error(unsupported) for a tensor the device or the shaders' 32-bit
 // indexing cannot hold.
-void check_fits(const DeviceInfo& d, const Problem& problem, uint64_t bytes) {
-    const uint64_t n = problem.shape.elements();
+void check_fits(const DeviceInfo& d, uint64_t n, uint64_t bytes) {
     if (n > std::numeric_limits<uint32_t>::max())
         throw Error(ErrorKind::unsupported, "tensor of " + std::to_string(n) + " elements: at most 2^32-1 are supported");
     if (bytes > d.max_storage_buffer_range)
@@ -116,8 +115,9 @@ const char* path_name(Path p) {
     return "?";
 }
 
-Path choose_path(const DeviceInfo& device, const Problem& problem, const PlanOptions& options) {
-    const Limits l = device_limits(device, options);
+namespace {
+
+Path choose_path(const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (options.path) {
         if (*options.path == Path::subgroup_row && !l.subgroup_reduction)
             throw Error(ErrorKind::unsupported, "the subgroup-row path needs subgroup arithmetic");
@@ -127,6 +127,12 @@ Path choose_path(const DeviceInfo& device, const Problem& problem, const PlanOpt
     if (l.subgroup_reduction && axis <= 4ull * kSubgroupRowSlots * l.subgroup_size) return Path::subgroup_row;
     if (axis <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup) return Path::workgroup_row;
     return Path::split;
+}
+
+}  // namespace
+
+Path choose_path(const DeviceInfo& device, const Problem& problem, const PlanOptions& options) {
+    return choose_path(problem, options, device_limits(device, options));
 }
 
 namespace {
@@ -259,10 +265,10 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         throw Error(ErrorKind::invalid_argument, "shape " + to_string(shape) + " has more than 2^64 elements");
     plan.tensor_bytes = elements * dtype_size(problem.dtype);
     if (elements == 0) return plan;
-    check_fits(d, problem, plan.tensor_bytes);
+    check_fits(d, elements, plan.tensor_bytes);
 
     const Limits l = device_limits(d, options);
-    const Path path = choose_path(d, problem, options);
+    const Path path = choose_path(problem, options, l);
     const bool slot_rows = holds_rows_per_slot(problem, path, l);
     Geometry g = path == Path::subgroup_row    ? plan_subgroup_rows(d, problem, l, slot_rows)
                  : path == Path::workgroup_row ? plan_workgroup_row(problem, l)
@@ -272,11 +278,10 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     plan.path = path;
     plan.passes = path == Path::split ? 2 : 1;
     plan.rows_per_workgroup = g.rows_per_workgroup;
-    plan.workspace_bytes = path == Path::split ? g.workspace_bytes : 0;
+    plan.workspace_bytes = g.workspace_bytes;  // the split path's partials; 0 otherwise
     plan.groups = static_cast<uint32_t>(std::min<uint64_t>(g.items, d.max_workgroup_count[0]));
-    const Shape& s = shape;
-    plan.push = PushConstants{static_cast<uint32_t>(s.rows()), static_cast<uint32_t>(s.axis), static_cast<uint32_t>(s.inner),
-                              g.chunks, g.chunk, inv_t};
+    plan.push = PushConstants{static_cast<uint32_t>(rows), static_cast<uint32_t>(shape.axis),
+                              static_cast<uint32_t>(shape.inner), g.chunks, g.chunk, inv_t};
 
     PipelineKey key;
     key.dtype = problem.dtype;
@@ -294,7 +299,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     // 580.159.04 the variant holding both forms gave NaN rows for some slot
     // counts (bench/NOTES.md).
     const uint64_t planned_tile = 4ull * g.slots * (g.subgroup_rows ? l.subgroup_size : g.workgroup_size);
-    const bool long_rows = path != Path::split && !slot_rows && s.axis > planned_tile;
+    const bool long_rows = path != Path::split && !slot_rows && shape.axis > planned_tile;
     for (uint32_t p = 0; p < plan.passes; ++p) {
         plan.key[p] = key;
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows);
