@@ -5,8 +5,8 @@
 # CPU driver runs a share of each sweep), the CLI and concurrency tests, the
 # embedding example and tests, and the full conformance catalogue on the
 # default device (twice where it offers subgroup uniform control flow: with
-# it and without). Run from the
-# repository root after building. Logs and the conformance JSON go to $OUT.
+# it and without). Run from the repository root after building. Logs and
+# the conformance JSON go to $OUT.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-} VKSOFTMAX_CLI=$PWD/build/bin/vksoftmax
 export VKSOFTMAX_FULL_SWEEPS=1
@@ -30,8 +30,8 @@ if build/bin/vksoftmax devices --json | grep -q '"subgroup_uniform_control_flow"
   grep -E "FAIL|^device" "$out/conformance-no-ucf.txt" | head -20; tail -1 "$out/conformance-no-ucf.txt"
 fi
 # Bounded: a driver that hangs on contexts made on several threads at once
-# (NVIDIA 580.159.04 did) fails the gate instead of stopping it; last, so that a hang
-# stops nothing else.
+# (NVIDIA 580.159.04 did) fails the gate instead of stopping it; last, so
+# that a hang stops nothing else.
 timeout 180 build/bin/vksoftmax_concurrency_tests > "$out/concurrency.txt" 2>&1; concurrency_rc=$?
 grep -E "^\[ +(OK|FAILED) +\]|PASSED|FAILED" "$out/concurrency.txt" | tail -6
 [ "$concurrency_rc" = 124 ] && echo "concurrency: timed out after 180 s in $(grep "RUN" "$out/concurrency.txt" | tail -1)"
