@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 #include <cstring>
+#include <functional>
 
 #include "vksoftmax/accuracy.hpp"
 #include "vksoftmax/buffer.hpp"
@@ -18,6 +19,14 @@
 
 namespace vksoftmax::bench {
 namespace {
+
+Problem problem_of(const Case& c) {
+    Problem p;
+    p.shape = c.shape;
+    p.dtype = c.dtype;
+    p.log = c.log;
+    return p;
+}
 
 // Between back-to-back calls: the next call's reads and writes wait for the
 // previous call's writes (output and workspace).
@@ -73,35 +82,62 @@ Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call) {
 
 std::string Case::name() const { return std::to_string(shape.outer) + "x" + std::to_string(shape.axis); }
 
-std::vector<Shape> suite() {
-    return {{1, 16777216, 1}, {1, 1048576, 1}, {8, 1048576, 1}, {32, 131072, 1}, {1024, 32768, 1},
-            {4096, 1024, 1},  {1024, 512, 1},  {65536, 128, 1},
-            // ggml-vulkan's own shapes (cols x rows there): rows x cols here.
-            {20480, 4096, 1}, {1280, 12888, 1}, {10240, 1024, 1}, {5120, 256, 1}, {20480, 77, 1}, {16, 131072, 1},
-            {16, 524288, 1}};
+const std::vector<Family>& families() {
+    static const std::vector<Family> list = {
+        {"core",
+         "the first suite: long single rows, split rows, row-resident shapes, then ggml-vulkan's own shapes",
+         {{1, 16777216, 1}, {1, 1048576, 1}, {8, 1048576, 1}, {32, 131072, 1}, {1024, 32768, 1}, {4096, 1024, 1},
+          {1024, 512, 1}, {65536, 128, 1}, {20480, 4096, 1}, {1280, 12888, 1}, {10240, 1024, 1}, {5120, 256, 1},
+          {20480, 77, 1}, {16, 131072, 1}, {16, 524288, 1}}},
+        {"classifier", "classifier heads: a batch of images x 1000 classes", {{4096, 1000, 1}, {32768, 1000, 1}}},
+        {"tiny", "tiny rows: mixture weights, top-k gates, small categorical heads",
+         {{32768, 2, 1}, {16384, 10, 1}, {65536, 32, 1}}},
+        {"attention", "attention probabilities: (batch x heads x queries) rows x keys",
+         {{8192, 512, 1}, {4096, 2048, 1}}},
+        {"vocabulary", "LLM sampling: batch x vocabulary (Llama 2, GPT-2, Llama 3, Qwen 2, Gemma 3)",
+         {{1, 32000, 1}, {1, 50257, 1}, {1, 262144, 1}, {128, 32000, 1}, {8, 128256, 1}, {32, 151936, 1},
+          {128, 262144, 1}}},
+        {"odd", "prime lengths: no 16-byte access lines up with every row", {{4096, 1009, 1}, {1, 1000003, 1}}},
+    };
+    return list;
 }
+
+std::vector<Shape> family_shapes(const std::string& name) {
+    std::vector<Shape> out;
+    for (const Family& f : families())
+        if (name == "suite" || name == f.name) out.insert(out.end(), f.shapes.begin(), f.shapes.end());
+    return out;
+}
+
+namespace {
+
+Shape parse_shape(const std::string& item) {
+    try {
+        const size_t x = item.find('x');
+        if (x == std::string::npos) throw std::invalid_argument(item);
+        size_t used = 0;
+        const unsigned long long rows = std::stoull(item.substr(0, x), &used);
+        if (used != x) throw std::invalid_argument(item);
+        const unsigned long long cols = std::stoull(item.substr(x + 1), &used);
+        if (used != item.size() - x - 1 || rows == 0 || cols == 0) throw std::invalid_argument(item);
+        return {rows, cols, 1};
+    } catch (const std::exception&) {
+        throw Error(ErrorKind::invalid_argument,
+                    "--shapes: '" + item + "' is neither ROWSxCOLS (e.g. 1024x512) nor a family (suite, core, "
+                    "classifier, tiny, attention, vocabulary, odd)");
+    }
+}
+
+}  // namespace
 
 std::vector<Case> parse_cases(const std::string& shapes, const std::vector<Dtype>& dtypes, bool log) {
     std::vector<Shape> list;
-    if (shapes == "suite") {
-        list = suite();
-    } else {
-        std::stringstream ss(shapes);
-        std::string item;
-        while (std::getline(ss, item, ',')) {
-            const size_t x = item.find('x');
-            try {
-                if (x == std::string::npos) throw std::invalid_argument(item);
-                size_t used = 0;
-                const unsigned long long rows = std::stoull(item.substr(0, x), &used);
-                if (used != x) throw std::invalid_argument(item);
-                const unsigned long long cols = std::stoull(item.substr(x + 1), &used);
-                if (used != item.size() - x - 1 || rows == 0 || cols == 0) throw std::invalid_argument(item);
-                list.push_back({rows, cols, 1});
-            } catch (const std::exception&) {
-                throw Error(ErrorKind::invalid_argument, "--shapes: '" + item + "' is not ROWSxCOLS (e.g. 1024x512)");
-            }
-        }
+    std::stringstream ss(shapes);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        std::vector<Shape> named = family_shapes(item);
+        if (named.empty()) named.push_back(parse_shape(item));
+        list.insert(list.end(), named.begin(), named.end());
     }
     std::vector<Case> cases;
     for (Dtype d : dtypes)
@@ -118,66 +154,61 @@ Buffers::Buffers(Context& ctx, uint64_t tensor_bytes, uint64_t workspace_bytes)
 std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const PlanOptions& plan) {
     uint64_t tensor = 0, workspace = 0;
     for (const Case& c : cases) {
-        Problem p;
-        p.shape = c.shape;
-        p.dtype = c.dtype;
-        p.log = c.log;
-        const Plan pl = make_plan(ctx, p, plan);
+        const Plan pl = make_plan(ctx, problem_of(c), plan);
         tensor = std::max(tensor, pl.tensor_bytes);
         workspace = std::max(workspace, pl.workspace_bytes);
     }
     return {tensor, workspace};
 }
 
-Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffers) {
-    Row row;
-    row.c = c;
-    Problem p;
-    p.shape = c.shape;
-    p.dtype = c.dtype;
-    p.log = c.log;
-    const Plan plan = make_plan(ctx, p, o.plan);
+namespace {
+
+// The plan's path, geometry and (where captured) driver statistics.
+void describe(const Plan& plan, Row& row) {
     row.path = path_name(plan.path);
     row.workgroup_size = plan.key[0].workgroup_size;
-    row.vpt = plan.key[0].vpt;
+    row.slots = plan.key[0].slots;
     row.groups = plan.groups;
     row.vec = plan.key[0].vec;
+    row.passes = plan.passes;
+    row.bytes = 2 * plan.tensor_bytes;
     for (uint32_t i = 0; i < plan.passes; ++i) {
         std::string joined;
         for (const std::string& st : plan.pipeline[i]->statistics()) joined += (joined.empty() ? "" : "; ") + st;
         if (!joined.empty()) row.stats.push_back("pass " + std::to_string(i + 1) + ": " + joined);
     }
-    row.passes = plan.passes;
-    row.bytes = 2 * plan.tensor_bytes;
+}
 
-    // Fresh logits; fp16 cases see them rounded, and so does the reference.
+// Fresh normal(0, sigma) logits as stored (`bytes`) and as the reference
+// sees them (`values`: fp16 cases rounded, as the device reads them).
+struct Logits {
+    std::vector<double> values;
+    std::vector<uint8_t> bytes;
+};
+
+Logits fresh_logits(const Case& c, uint64_t tensor_bytes, float sigma) {
     const uint64_t n = c.shape.elements();
     std::mt19937 rng(std::random_device{}());
-    std::normal_distribution<float> dist(0.f, o.sigma);
-    std::vector<double> x(n);
-    std::vector<uint8_t> host(plan.tensor_bytes);
+    std::normal_distribution<float> dist(0.f, sigma);
+    Logits l{std::vector<double>(n), std::vector<uint8_t>(tensor_bytes)};
     for (uint64_t i = 0; i < n; ++i) {
         float v = dist(rng);
         if (c.dtype == Dtype::f16) {
             const uint16_t h = float_to_half(v);
-            std::memcpy(host.data() + 2 * i, &h, 2);
+            std::memcpy(l.bytes.data() + 2 * i, &h, 2);
             v = half_to_float(h);
         } else {
-            std::memcpy(host.data() + 4 * i, &v, 4);
+            std::memcpy(l.bytes.data() + 4 * i, &v, 4);
         }
-        x[i] = v;
+        l.values[i] = v;
     }
-    std::unique_ptr<Buffers> own;
-    if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
-    const Buffer& in = *buffers->in;
-    const Buffer& out = *buffers->out;
-    upload(ctx, in, host.data(), host.size());
-    const BufferRange rin{in.buffer(), 0, plan.tensor_bytes}, rout{out.buffer(), 0, plan.tensor_bytes};
-    const BufferRange rws = plan.workspace_bytes ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
-                                                 : BufferRange{};
-    auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, rin, rout, rws); };
+    return l;
+}
 
-    // One call, checked: a timing of wrong results is no timing.
+// One call into an output filled with NaN, checked against the CPU
+// reference: a timing of wrong results is no timing.
+void check_one_call(Context& ctx, const Case& c, const Plan& plan, const Logits& logits, const Buffer& out,
+                    const std::function<void(VkCommandBuffer)>& call, Row& row) {
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
         const uint32_t nan = c.dtype == Dtype::f32 ? 0x7fc00000u : 0x7e007e00u;
         ctx.vk().vkCmdFillBuffer(cb, out.buffer(), 0, plan.tensor_bytes / 4 * 4, nan);
@@ -187,43 +218,76 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
                                       0, nullptr, 0, nullptr);
         call(cb);
     });
+    std::vector<uint8_t> host(plan.tensor_bytes);
     download(ctx, out, host.data(), host.size());
-    const std::vector<double> got = to_double(host.data(), n, c.dtype);
-    std::vector<double> ref(n);
-    cpu::softmax(p, x.data(), ref.data());
-    const Bound bound = accuracy_bound(c.dtype, c.log);
+    const Problem p = problem_of(c);
+    const std::vector<double> got = to_double(host.data(), c.shape.elements(), c.dtype);
+    std::vector<double> ref(c.shape.elements());
+    cpu::softmax(p, logits.values.data(), ref.data());
     const Accuracy acc = compare(p, got, ref);
     row.max_rel_error = acc.max_rel;
-    row.verified = acc.within(bound.rel, 0.0);
+    row.verified = acc.within(accuracy_bound(c.dtype, c.log).rel, 0.0);
+}
 
+}  // namespace
+
+Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffers) {
+    Row row;
+    row.c = c;
+    const Plan plan = make_plan(ctx, problem_of(c), o.plan);
+    describe(plan, row);
+    const Logits logits = fresh_logits(c, plan.tensor_bytes, o.sigma);
+    std::unique_ptr<Buffers> own;
+    if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
+    upload(ctx, *buffers->in, logits.bytes.data(), logits.bytes.size());
+    const BufferRange in{buffers->in->buffer(), 0, plan.tensor_bytes}, out{buffers->out->buffer(), 0, plan.tensor_bytes};
+    const BufferRange workspace = plan.workspace_bytes
+                                      ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
+                                      : BufferRange{};
+    auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace); };
+    check_one_call(ctx, c, plan, logits, *buffers->out, call, row);
     row.t = time_calls(ctx, o, row.bytes, call);
     if (plan.passes == 2) {
         // Pass 1 alone, to tell the passes' shares apart.
         Plan first = plan;
         first.passes = 1;
-        row.pass1_us = time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) { record(ctx, first, cb, rin, rout, rws); })
+        row.pass1_us = time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) { record(ctx, first, cb, in, out, workspace); })
                            .median_us;
     }
     return row;
 }
 
-Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffers* buffers) {
+namespace {
+
+// copy.comp over `bytes` (a multiple of 16) in `groups` workgroups of 256.
+Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o, const Buffers* buffers) {
     PipelineKey key;
     key.copy = true;
     key.workgroup_size = 256;
     const Pipeline& pl = ctx.pipeline(key);
-    bytes = bytes / 16 * 16;
     std::unique_ptr<Buffers> own;
     if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, bytes, 0)).get();
     const Buffer& in = *buffers->in;
     const Buffer& out = *buffers->out;
     // Not zeros: some memory systems move zeros faster than data.
     ctx.submit_and_wait([&](VkCommandBuffer cb) { ctx.vk().vkCmdFillBuffer(cb, in.buffer(), 0, bytes, 0x3f9e0419u); });
-    const uint64_t count = bytes / 16;
-    const uint32_t groups = static_cast<uint32_t>(std::min<uint64_t>({(count + 255) / 256, ctx.info().max_workgroup_count[0], 65535}));
     VkDescriptorBufferInfo infos[3] = {{in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, {in.buffer(), 0, bytes}};
-    PushConstants push{static_cast<uint32_t>(count), 0, 0, 0, 0, 0.f};
+    PushConstants push{static_cast<uint32_t>(bytes / 16), 0, 0, 0, 0, 0.f};
     return time_calls(ctx, o, 2 * bytes, [&](VkCommandBuffer cb) { pl.dispatch(ctx.vk(), cb, infos, push, groups); });
+}
+
+}  // namespace
+
+Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffers* buffers) {
+    bytes = std::max<uint64_t>(bytes / 16 * 16, 16);
+    const uint64_t count = bytes / 16;
+    const uint32_t groups = static_cast<uint32_t>(
+        std::min<uint64_t>({(count + 255) / 256, ctx.info().max_workgroup_count[0], 65535}));
+    return time_copy(ctx, bytes, groups, o, buffers);
+}
+
+Timing measure_floor(Context& ctx, const Options& o, const Buffers* buffers) {
+    return time_copy(ctx, 16, 1, o, buffers);
 }
 
 }  // namespace vksoftmax::bench

@@ -24,10 +24,17 @@ struct Case {
     std::string name() const;  // "1024x512"
 };
 
-// "suite", or a comma-separated list of ROWSxCOLS, crossed with the dtypes.
+// The shapes users bring, by family; "suite" is all of them.
+struct Family {
+    std::string name, what;
+    std::vector<Shape> shapes;
+};
+const std::vector<Family>& families();
+// The shapes of a family, or of them all for "suite"; empty for another name.
+std::vector<Shape> family_shapes(const std::string& name);
+
+// A comma-separated list of families and ROWSxCOLS, crossed with the dtypes.
 std::vector<Case> parse_cases(const std::string& shapes, const std::vector<Dtype>& dtypes, bool log);
-// The default suite: the shapes, then ggml's large ones.
-std::vector<Shape> suite();
 
 struct Options {
     uint32_t iters = 20;    // back-to-back calls per timed submission
@@ -68,8 +75,9 @@ struct Row {
     Timing t;
     double max_rel_error = 0;  // of one call, against the float64 reference
     bool verified = false;
-    uint32_t workgroup_size = 0, vpt = 0, groups = 0, vec = 0;
+    uint32_t workgroup_size = 0, slots = 0, groups = 0, vec = 0;
     double pass1_us = 0;  // split path: median of pass 1 alone
+    Timing ceiling;       // copy of the case's tensor bytes, timed the same way
     std::vector<std::string> stats;  // driver statistics of each pass, where captured
 };
 
@@ -80,7 +88,12 @@ struct Row {
 Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffers);
 
 // copy.comp over `bytes` of input (bytes read + written counted), on
-// `buffers` where given.
+// `buffers` where given, back to back with the barrier the cases get: the
+// ceiling at that size (tens of MB back to back partly stay in L2).
 Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffers* buffers);
+
+// The fixed cost of a call: a one-workgroup dispatch that moves 16 bytes,
+// back to back with the same barrier. No softmax call can take less.
+Timing measure_floor(Context& ctx, const Options& o, const Buffers* buffers);
 
 }  // namespace vksoftmax::bench

@@ -1,17 +1,30 @@
 #!/usr/bin/env python3
-"""Peer softmax timings on CUDA, timed as vksoftmax bench times itself.
+"""Peer softmax timings on CUDA, for comparison with `vksoftmax bench`.
 
-PyTorch eager torch.softmax, torch.compile of the same, and a Triton kernel
-that keeps a whole row in registers (one program per row, rows <= 65536).
-Timing: CUDA events around ITERS back-to-back calls, divided by ITERS,
-median of REPEATS, after warm-up; inputs normal(0, 4), never zeros. Each
-peer's output is checked against a float64 softmax before it is timed.
+Peers: PyTorch eager torch.softmax, torch.compile of the same, a Triton
+kernel that keeps a whole row in registers (one program per row), and a
+persistent Triton kernel (a fixed grid of programs, each walking many rows
+with a pipelined loop, in the spirit of Triton's fused-softmax tutorial).
+Both Triton kernels hold a row in registers: rows up to 65536.
 
-Usage: peers.py --json out.json [--shapes suite|RxC,...] [--dtype f32,f16] [--log]
+Each peer is timed two ways, each after a warm-up burst that brings the
+clocks up (an idle GPU drops them):
+  graph:  ITERS calls captured once in a torch.cuda.CUDAGraph and replayed,
+          CUDA events around the replay: GPU time, the way vksoftmax bench
+          times a recorded command buffer. The headline figure.
+  events: CUDA events around ITERS calls issued from Python. Includes
+          PyTorch's CPU launch cost: under ~30 us a call, that is what it
+          measures. Kept beside the graph figure.
+Per call = total / ITERS, median (and min) of REPEATS. Inputs normal(0, 4),
+never zeros. Each peer's output is checked against a float64 softmax before
+it is timed. The graph floor (a one-element add per node) is measured the
+same way, and reported per call.
+
+Usage: peers.py --json out.json (--shapes RxC,... | --shapes-from vk.json) [--dtype f32,f16] [--log]
 """
 import argparse
 import json
-import math
+import os
 import sys
 import time
 
@@ -20,12 +33,10 @@ import torch
 try:
     import triton
     import triton.language as tl
-except ImportError:  # Triton is optional: its column is then empty
+except ImportError:  # Triton is optional: its columns are then empty
     triton = None
 
-SUITE = [(1, 16777216), (1, 1048576), (8, 1048576), (32, 131072), (1024, 32768), (4096, 1024), (1024, 512),
-         (65536, 128), (20480, 4096), (1280, 12888), (10240, 1024), (5120, 256), (20480, 77), (16, 131072),
-         (16, 524288)]
+TRITON_MAX_COLS = 65536
 
 if triton is not None:
     @triton.jit
@@ -40,19 +51,56 @@ if triton is not None:
         y = z - tl.log(d) if LOG else e / d
         tl.store(y_ptr + row * n_cols + cols, y.to(y_ptr.dtype.element_ty), mask=keep)
 
+    @triton.jit
+    def _persistent_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK: tl.constexpr, LOG: tl.constexpr,
+                           STAGES: tl.constexpr):
+        first = tl.program_id(0)
+        step = tl.num_programs(0)
+        cols = tl.arange(0, BLOCK)
+        keep = cols < n_cols
+        for row in tl.range(first, n_rows, step, num_stages=STAGES):
+            base = row.to(tl.int64) * n_cols
+            x = tl.load(x_ptr + base + cols, mask=keep, other=-float("inf")).to(tl.float32)
+            z = x - tl.max(x, axis=0)
+            e = tl.exp(z)
+            d = tl.sum(e, axis=0)
+            y = z - tl.log(d) if LOG else e / d
+            tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=keep)
+
+    def _warps(block):
+        return 4 if block <= 2048 else 8 if block <= 8192 else 16 if block <= 32768 else 32
+
     def triton_row(x, log):
         rows, cols = x.shape
         block = triton.next_power_of_2(cols)
-        warps = 4 if block <= 2048 else 8 if block <= 8192 else 16 if block <= 32768 else 32
         y = torch.empty_like(x)
-        _row_kernel[(rows,)](x, y, cols, BLOCK=block, LOG=log, num_warps=warps)
+        _row_kernel[(rows,)](x, y, cols, BLOCK=block, LOG=log, num_warps=_warps(block))
+        return y
+
+    def triton_persistent(x, log, sms):
+        rows, cols = x.shape
+        block = triton.next_power_of_2(cols)
+        warps = _warps(block)
+        # As many programs as fit the SMs at once (2048 threads per SM, at
+        # most 8 programs), none idle: each walks rows first, first + grid, ...
+        per_sm = max(1, min(8, 2048 // (32 * warps)))
+        grid = min(rows, sms * per_sm)
+        stages = 2 if block <= 8192 else 1
+        y = torch.empty_like(x)
+        _persistent_kernel[(grid,)](x, y, rows, cols, BLOCK=block, LOG=log, STAGES=stages, num_warps=warps)
         return y
 
 
-def time_calls(fn, x, iters, repeats):
-    for _ in range(3):
-        fn(x)
-    torch.cuda.synchronize()
+def warm_up(burst, seconds):
+    """Runs `burst` until `seconds` have passed on the GPU clock's side."""
+    end = time.time() + seconds
+    while time.time() < end:
+        burst()
+        torch.cuda.synchronize()
+
+
+def time_events(fn, x, iters, repeats, warmup_s):
+    warm_up(lambda: [fn(x) for _ in range(iters)], warmup_s)
     times = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -66,6 +114,37 @@ def time_calls(fn, x, iters, repeats):
     return times[len(times) // 2], times[0]
 
 
+def capture(fn, x, iters):
+    """ITERS calls of fn captured once (after warm-up calls on a side stream, as capture needs)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iters):
+            fn(x)
+    return graph
+
+
+def time_graph(fn, x, iters, repeats, warmup_s):
+    graph = capture(fn, x, iters)
+    warm_up(graph.replay, warmup_s)
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / iters)
+    times.sort()
+    del graph
+    return times[len(times) // 2], times[0]
+
+
 def close_enough(y, x, log):
     ref = (torch.log_softmax if log else torch.softmax)(x.double(), dim=-1)
     y = y.double()
@@ -74,45 +153,98 @@ def close_enough(y, x, log):
     return bool(((y - ref).abs() <= 2e-3 * ref.abs() + 1e-6).all())
 
 
+def graph_floor(iters, repeats, warmup_s):
+    """Per call: a CUDA graph of one-element adds, the cheapest kernel node."""
+    t = torch.zeros(1, device="cuda")
+    med, mn = time_graph(lambda v: v.add_(1), t, iters, repeats, warmup_s)
+    return {"median_us": med, "min_us": mn}
+
+
+def write(path, out):
+    with open(path + ".tmp", "w") as f:
+        json.dump(out, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def parse_shapes(a):
+    if a.shapes_from:
+        seen = []
+        for r in json.load(open(a.shapes_from))["rows"]:
+            shape = (r["rows"], r["cols"])
+            if shape not in seen:
+                seen.append(shape)
+        return seen
+    if not a.shapes:
+        sys.exit("peers.py: give --shapes RxC,... or --shapes-from vk.json")
+    return [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")]
+
+
+def peers_for(cols, log, compiled, with_compile, sms):
+    op = torch.log_softmax if log else torch.softmax
+    peers = {"eager": lambda t: op(t, dim=-1)}
+    if with_compile:
+        peers["compile"] = compiled
+    if triton is not None and cols <= TRITON_MAX_COLS:
+        peers["triton_row"] = lambda t: triton_row(t, log)
+        peers["triton_persistent"] = lambda t: triton_persistent(t, log, sms)
+    return peers
+
+
+def measure_shape(x, peers, a, budget):
+    row = {}
+    for name, fn in peers.items():
+        t0 = time.time()
+        ok = close_enough(fn(x), x, a.log)
+        if name == "compile":
+            budget["compile_s"] += time.time() - t0
+        g_med, g_min = time_graph(fn, x, a.iters, a.repeats, a.warmup_s)
+        e_med, e_min = time_events(fn, x, a.iters, a.repeats, a.warmup_s)
+        row[name] = {"graph_us": g_med, "graph_min_us": g_min, "events_us": e_med, "events_min_us": e_min,
+                     "verified": ok}
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", required=True)
-    ap.add_argument("--shapes", default="suite")
+    ap.add_argument("--shapes")
+    ap.add_argument("--shapes-from", help="the shapes of a `vksoftmax bench --json` file")
     ap.add_argument("--dtype", default="f32,f16")
     ap.add_argument("--log", action="store_true")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--warmup-s", type=float, default=0.2, help="warm-up burst before each timing")
     ap.add_argument("--compile-budget-s", type=float, default=240, help="skip torch.compile once this much is spent")
     a = ap.parse_args()
-    shapes = SUITE if a.shapes == "suite" else [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")]
+    shapes = parse_shapes(a)
     dtypes = {"f32": torch.float32, "f16": torch.float16}
     torch._dynamo.config.cache_size_limit = 256
     op = torch.log_softmax if a.log else torch.softmax
-    eager = lambda x: op(x, dim=-1)
-    compiled = torch.compile(lambda x: op(x, dim=-1), dynamic=False)
-    compile_spent = 0.0
+    compiled = torch.compile(lambda t: op(t, dim=-1), dynamic=False)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    floor = graph_floor(a.iters, a.repeats, a.warmup_s)
+    print(f"peers: CUDA graph floor {floor['median_us']:.2f} us per node", file=sys.stderr, flush=True)
+    budget = {"compile_s": 0.0}
     rows = []
+    out = {"torch": torch.__version__, "triton": getattr(triton, "__version__", None),
+           "gpu": torch.cuda.get_device_name(), "iters": a.iters, "repeats": a.repeats, "warmup_s": a.warmup_s,
+           "graph_floor": floor, "compile_s": 0.0, "rows": rows}
     for dname in a.dtype.split(","):
         for r, c in shapes:
             x = (torch.randn(r, c, device="cuda") * 4).to(dtypes[dname])
-            peers = {"eager": eager}
-            if compile_spent < a.compile_budget_s:
-                peers["compile"] = compiled
-            if triton is not None and c <= 65536:
-                peers["triton"] = lambda t: triton_row(t, a.log)
+            peers = peers_for(c, a.log, compiled, budget["compile_s"] < a.compile_budget_s, sms)
             row = {"shape": f"{r}x{c}", "dtype": dname, "log": a.log}
-            for name, fn in peers.items():
-                t0 = time.time()
-                ok = close_enough(fn(x), x, a.log)
-                if name == "compile":
-                    compile_spent += time.time() - t0
-                med, mn = time_calls(fn, x, a.iters, a.repeats)
-                row[name] = {"median_us": med, "min_us": mn, "verified": ok}
+            row.update(measure_shape(x, peers, a, budget))
             rows.append(row)
-            best = min((v["median_us"], k) for k, v in row.items() if isinstance(v, dict))
-            print(f"peers: {dname} {r}x{c}: " + ", ".join(f"{k} {v['median_us']:.1f} us" for k, v in row.items()
-                                                       if isinstance(v, dict)) + f" (best {best[1]})",
-                  file=sys.stderr, flush=True)
+            timed = {k: v for k, v in row.items() if isinstance(v, dict)}
+            best = min(timed, key=lambda k: timed[k]["graph_us"])
+            print(f"peers: {dname} {r}x{c}: " + ", ".join(
+                f"{k} {v['graph_us']:.2f}/{v['events_us']:.1f}" for k, v in timed.items()) + f" us graph/events (best {best})",
+                file=sys.stderr, flush=True)
+            del x
+            torch.cuda.empty_cache()
+            out["compile_s"] = budget["compile_s"]
+            write(a.json, out)  # after every shape: a run cut short keeps what it measured
     inf = float("inf")
     semantics = {
         "softmax([inf,1,2])": torch.softmax(torch.tensor([inf, 1.0, 2.0]), 0).tolist(),
@@ -120,11 +252,8 @@ def main():
         "log_softmax([-inf,0])": torch.log_softmax(torch.tensor([-inf, 0.0]), 0).tolist(),
         "softmax([-inf,-inf])": torch.softmax(torch.tensor([-inf, -inf]), 0).tolist(),
     }
-    out = {"torch": torch.__version__, "triton": getattr(triton, "__version__", None),
-           "gpu": torch.cuda.get_device_name(), "iters": a.iters, "repeats": a.repeats, "rows": rows,
-           "semantics": {k: [repr(v) for v in vals] for k, vals in semantics.items()}}
-    with open(a.json, "w") as f:
-        json.dump(out, f, indent=2)
+    out["semantics"] = {k: [repr(v) for v in vals] for k, vals in semantics.items()}
+    write(a.json, out)
     print("torch semantics:", out["semantics"], file=sys.stderr)
 
 

@@ -11,6 +11,6 @@ build/bin/vksoftmax bench --shapes suite --stats --repeats 9 --json "$out/suite.
 grep -vE "^    pass" "$out/suite.txt"
 grep -E "^    pass" "$out/suite.txt" | sort | uniq -c | sort -rn | head -8
 for g in $grid; do
-  build/bin/vksoftmax bench --shapes "$shapes" --dtype f32 --wg "${g%:*}" --vpt "${g#*:}" --repeats 9 2>/dev/null \
+  build/bin/vksoftmax bench --shapes "$shapes" --dtype f32 --wg "${g%:*}" --slots "${g#*:}" --repeats 9 2>/dev/null \
     | awk -v g="$g" 'NR>3 {print g, $0}'
 done | tee "$out/sweep.txt"

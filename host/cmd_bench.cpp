@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -24,7 +25,7 @@ namespace {
 struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false;
-    uint32_t iters = 20, repeats = 15, wg = 0, vpt = 0, chunk = 0;
+    uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0;
     double warmup_ms = 1000;
     float sigma = 4.f;
 };
@@ -114,7 +115,7 @@ bench::Options bench_options(const BenchArgs& a) {
     o.warmup_ms = a.warmup_ms;
     o.sigma = a.sigma;
     o.plan.workgroup_size = a.wg;
-    o.plan.vpt = a.vpt;
+    o.plan.slots = a.slots;
     o.plan.chunk_elements = a.chunk;
     if (a.path == "subgroup-row") o.plan.path = Path::subgroup_row;
     else if (a.path == "workgroup-row") o.plan.path = Path::workgroup_row;
@@ -125,12 +126,13 @@ bench::Options bench_options(const BenchArgs& a) {
 
 struct Measured {
     uint64_t ceiling_bytes = 0;
-    bench::Timing ceiling;
+    bench::Timing ceiling;  // the largest case's bytes (at least 1 MiB): the device's
+    bench::Timing floor;    // the fixed cost of a call
     std::vector<bench::Row> rows;
 };
 
-// The copy ceiling over the largest case's bytes (at least 1 MiB), then
-// every case, verified and timed.
+// The floor and the copy ceiling over the largest case, then every case,
+// verified and timed, each beside a copy of its own byte count.
 Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const bench::Options& o, bool fresh_buffers) {
     const auto start = std::chrono::steady_clock::now();
     auto progress = [&](const std::string& what) {
@@ -141,10 +143,19 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
     m.ceiling_bytes = std::max<uint64_t>(tensor_bytes, 1 << 20);
     std::unique_ptr<bench::Buffers> buffers;
     if (!fresh_buffers) buffers = std::make_unique<bench::Buffers>(ctx, m.ceiling_bytes, workspace_bytes);
+    m.floor = bench::measure_floor(ctx, o, buffers.get());
     m.ceiling = bench::measure_copy(ctx, m.ceiling_bytes, o, buffers.get());
+    // A case's own ceiling follows the case: the clocks are up already.
+    bench::Options follow = o;
+    follow.warmup_ms = std::min(o.warmup_ms, 100.0);
+    std::map<uint64_t, bench::Timing> ceilings;
     for (size_t i = 0; i < cases.size(); ++i) {
         progress(fmt::format("[{}/{}] {} {}", i + 1, cases.size(), dtype_name(cases[i].dtype), cases[i].name()));
-        m.rows.push_back(bench::measure(ctx, cases[i], o, buffers.get()));
+        bench::Row row = bench::measure(ctx, cases[i], o, buffers.get());
+        const uint64_t bytes = row.bytes / 2;
+        if (!ceilings.count(bytes)) ceilings[bytes] = bench::measure_copy(ctx, bytes, follow, buffers.get());
+        row.ceiling = ceilings[bytes];
+        m.rows.push_back(row);
     }
     return m;
 }
@@ -153,10 +164,7 @@ std::string driver_string(const DeviceInfo& d) {
     return d.driver_name.empty() ? d.vendor_name() : d.driver_name + " " + d.driver_info;
 }
 
-// The table on stdout; false when a case's result was wrong.
-bool print_table(const Context& ctx, const bench::Options& o, const Measured& m) {
-    const DeviceInfo& d = ctx.info();
-    fmt::print("device: {} ({}), {} calls x {} repeats, median\n", d.name, driver_string(d), o.iters, o.repeats);
+void print_memory_types(const Context& ctx) {
     const auto& mem = ctx.memory_properties();
     std::string types;
     for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
@@ -168,21 +176,61 @@ bool print_table(const Context& ctx, const bench::Options& o, const Measured& m)
                              f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT ? ",HCached" : "");
     }
     fmt::print("memory types:{}\n", types);
+}
+
+// Time above the floor, and the fraction of the copy ceiling at the case's size.
+double above_floor(const bench::Row& r, const Measured& m) { return r.t.median_us - m.floor.median_us; }
+double ceiling_fraction(const bench::Row& r) { return r.ceiling.gbps > 0 ? r.t.gbps / r.ceiling.gbps : 0; }
+
+// The table on stdout; false when a case's result was wrong.
+bool print_table(const Context& ctx, const bench::Options& o, const Measured& m) {
+    const DeviceInfo& d = ctx.info();
+    fmt::print("device: {} ({}), {} calls x {} repeats, median\n", d.name, driver_string(d), o.iters, o.repeats);
+    print_memory_types(ctx);
+    fmt::print("floor (one-workgroup dispatch + barrier): {:.2f} us per call\n", m.floor.median_us);
     fmt::print("copy ceiling: {:.1f} us over {} bytes, {:.0f} GB/s\n", m.ceiling.median_us, m.ceiling_bytes,
                m.ceiling.gbps);
-    fmt::print("{:<6} {:<15} {:<14} {:>11} {:>10} {:>10} {:>9} {:>8} {:>10} {:>9}\n", "dtype", "shape", "path",
-               "wg/vpt/vec", "median us", "min us", "GB/s", "ceiling", "max rel", "pass 1 us");
+    fmt::print("{:<6} {:<15} {:<14} {:>12} {:>10} {:>10} {:>11} {:>7} {:>10} {:>8} {:>10} {:>9}\n", "dtype", "shape",
+               "path", "wg/slots/vec", "median us", "min us", "over floor", "GB/s", "copy GB/s", "of copy", "max rel",
+               "pass 1 us");
     bool all_ok = true;
     for (const auto& r : m.rows) {
         all_ok = all_ok && r.verified;
-        const std::string geometry = fmt::format("{}/{}/{}", r.workgroup_size, r.vpt, r.vec);
-        fmt::print("{:<6} {:<15} {:<14} {:>11} {:>10.2f} {:>10.2f} {:>9.0f} {:>7.0f}% {:>10.2e} {:>9}{}\n",
-                   dtype_name(r.c.dtype), r.c.name(), r.path, geometry, r.t.median_us, r.t.min_us, r.t.gbps,
-                   100.0 * r.t.gbps / m.ceiling.gbps, r.max_rel_error,
+        const std::string geometry = fmt::format("{}/{}/{}", r.workgroup_size, r.slots, r.vec);
+        fmt::print("{:<6} {:<15} {:<14} {:>12} {:>10.2f} {:>10.2f} {:>11.2f} {:>7.0f} {:>10.0f} {:>7.0f}% {:>10.2e} {:>9}{}\n",
+                   dtype_name(r.c.dtype), r.c.name(), r.path, geometry, r.t.median_us, r.t.min_us, above_floor(r, m),
+                   r.t.gbps, r.ceiling.gbps, 100.0 * ceiling_fraction(r), r.max_rel_error,
                    r.pass1_us > 0 ? fmt::format("{:.2f}", r.pass1_us) : "", r.verified ? "" : "  WRONG RESULT");
         for (const std::string& st : r.stats) fmt::print("    {}\n", st);
     }
     return all_ok;
+}
+
+nlohmann::json row_json(const bench::Row& r, const Measured& m) {
+    return {{"shape", r.c.name()},
+            {"rows", r.c.shape.outer},
+            {"cols", r.c.shape.axis},
+            {"dtype", dtype_name(r.c.dtype)},
+            {"log", r.c.log},
+            {"path", r.path},
+            {"passes", r.passes},
+            {"workgroup_size", r.workgroup_size},
+            {"slots", r.slots},
+            {"vec", r.vec},
+            {"pass1_us", r.pass1_us},
+            {"groups", r.groups},
+            {"stats", r.stats},
+            {"bytes", r.bytes},
+            {"median_us", r.t.median_us},
+            {"min_us", r.t.min_us},
+            {"samples_us", r.t.samples_us},
+            {"above_floor_us", above_floor(r, m)},
+            {"gbps", r.t.gbps},
+            {"copy_us", r.ceiling.median_us},
+            {"copy_gbps", r.ceiling.gbps},
+            {"ceiling_fraction", ceiling_fraction(r)},
+            {"max_rel_error", r.max_rel_error},
+            {"verified", r.verified}};
 }
 
 void write_json(const std::string& path, const DeviceInfo& d, const bench::Options& o, const Measured& m) {
@@ -196,38 +244,19 @@ void write_json(const std::string& path, const DeviceInfo& d, const bench::Optio
                    {"subgroup_uniform_control_flow", d.subgroup_uniform_control_flow}};
     j["iters"] = o.iters;
     j["repeats"] = o.repeats;
+    j["floor_us"] = m.floor.median_us;
     j["copy_ceiling"] = {{"bytes", m.ceiling_bytes}, {"median_us", m.ceiling.median_us}, {"gbps", m.ceiling.gbps}};
-    for (const auto& r : m.rows)
-        j["rows"].push_back({{"shape", r.c.name()},
-                             {"rows", r.c.shape.outer},
-                             {"cols", r.c.shape.axis},
-                             {"dtype", dtype_name(r.c.dtype)},
-                             {"log", r.c.log},
-                             {"path", r.path},
-                             {"passes", r.passes},
-                             {"workgroup_size", r.workgroup_size},
-                             {"vpt", r.vpt},
-                             {"vec", r.vec},
-                             {"pass1_us", r.pass1_us},
-                             {"groups", r.groups},
-                             {"stats", r.stats},
-                             {"bytes", r.bytes},
-                             {"median_us", r.t.median_us},
-                             {"min_us", r.t.min_us},
-                             {"samples_us", r.t.samples_us},
-                             {"gbps", r.t.gbps},
-                             {"ceiling_fraction", r.t.gbps / m.ceiling.gbps},
-                             {"max_rel_error", r.max_rel_error},
-                             {"verified", r.verified}});
+    for (const auto& r : m.rows) j["rows"].push_back(row_json(r, m));
     write_text(path, j.dump(2) + "\n");
 }
 
 void write_csv(const std::string& path, const Measured& m) {
-    std::string csv = "dtype,shape,path,passes,bytes,median_us,min_us,gbps,ceiling_fraction,max_rel_error,verified\n";
+    std::string csv = "dtype,shape,path,passes,bytes,median_us,min_us,above_floor_us,gbps,copy_gbps,ceiling_fraction,"
+                      "max_rel_error,verified\n";
     for (const auto& r : m.rows)
-        csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{:.1f},{:.4f},{:.3e},{}\n", dtype_name(r.c.dtype), r.c.name(),
-                           r.path, r.passes, r.bytes, r.t.median_us, r.t.min_us, r.t.gbps, r.t.gbps / m.ceiling.gbps,
-                           r.max_rel_error, r.verified ? 1 : 0);
+        csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.1f},{:.1f},{:.4f},{:.3e},{}\n", dtype_name(r.c.dtype),
+                           r.c.name(), r.path, r.passes, r.bytes, r.t.median_us, r.t.min_us, above_floor(r, m), r.t.gbps,
+                           r.ceiling.gbps, ceiling_fraction(r), r.max_rel_error, r.verified ? 1 : 0);
     write_text(path, csv);
 }
 
@@ -253,7 +282,8 @@ int bench_command(const BenchArgs& a) {
 Command add_bench(CLI::App& app) {
     auto* sub = app.add_subcommand("bench", "Time softmax with GPU timestamps against the device's copy ceiling");
     auto a = std::make_shared<BenchArgs>();
-    sub->add_option("--shapes", a->shapes, "'suite' (default) or ROWSxCOLS,... e.g. 1024x512,4096x1024");
+    sub->add_option("--shapes", a->shapes, "'suite' (default: every family), families (core, classifier, tiny, attention, vocabulary, odd) "
+                   "and ROWSxCOLS, comma-separated, e.g. core,1024x512");
     sub->add_option("--dtype", a->dtypes, "f32,f16 (default both)");
     sub->add_flag("--log", a->log, "log-softmax");
     sub->add_option("--iters", a->iters, "Back-to-back calls per timed submission (default 20)");
@@ -263,7 +293,7 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--sigma", a->sigma, "Standard deviation of the random logits (default 4, as the peers)");
     sub->add_flag("--stats", a->stats, "Print the driver's pipeline statistics (registers, spills), where offered");
     sub->add_option("--wg", a->wg, "Tuning: force the workgroup size (power of two)");
-    sub->add_option("--vpt", a->vpt, "Tuning: force the vec4 slots per invocation (rows per subgroup for rows held one per slot)");
+    sub->add_option("--slots", a->slots, "Tuning: force the vec4 slots per invocation (rows per subgroup for rows held one per slot)");
     sub->add_option("--chunk", a->chunk, "Tuning: split path elements per chunk (rounded up to a tile)");
     sub->add_flag("--fresh-buffers", a->fresh_buffers,
                   "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");

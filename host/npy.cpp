@@ -152,7 +152,11 @@ uint64_t Header::elements() const {
     return n;
 }
 
-Header parse_header(const uint8_t* bytes, size_t size) {
+namespace {
+
+// The header dictionary's text, after the magic string, version and length;
+// `data_offset` set to where the data starts.
+std::string header_text(const uint8_t* bytes, size_t size, uint64_t& data_offset) {
     if (size < 10) throw FormatError("not a .npy file: " + std::to_string(size) + " bytes, shorter than any header");
     if (std::memcmp(bytes, kMagic, 6) != 0) throw FormatError("not a .npy file: the magic string \\x93NUMPY is missing");
     const int major = bytes[6], minor = bytes[7];
@@ -161,33 +165,39 @@ Header parse_header(const uint8_t* bytes, size_t size) {
     const int len_bytes = major == 1 ? 2 : 4;
     if (size < static_cast<size_t>(8 + len_bytes)) throw FormatError("truncated header length");
     const uint64_t header_len = read_le(bytes + 8, len_bytes);
-    const uint64_t offset = 8 + static_cast<uint64_t>(len_bytes) + header_len;
+    data_offset = 8 + static_cast<uint64_t>(len_bytes) + header_len;
     if (header_len > kMaxHeader) throw FormatError("header length " + std::to_string(header_len) + " is absurd");
-    if (offset > size)
+    if (data_offset > size)
         throw FormatError("truncated header: it claims " + std::to_string(header_len) + " bytes, the file has " +
                           std::to_string(size - 8 - len_bytes));
-    const std::string text(reinterpret_cast<const char*>(bytes) + 8 + len_bytes, header_len);
+    return std::string(reinterpret_cast<const char*>(bytes) + 8 + len_bytes, header_len);
+}
 
+// The element kind of a 'descr' value such as '<f4'.
+Kind parse_descr(const std::string& d) {
+    const Descr* found = nullptr;
+    for (const Descr& e : kDescrs)
+        if (d.size() == 3 && d.compare(1, 2, e.code) == 0) found = &e;
+    if (!found || std::string("<>|=").find(d[0]) == std::string::npos)
+        throw FormatError("header: 'descr' '" + d + "' is not a supported dtype (float16/32/64, integers, bool)");
+    // '=' is native order, little-endian on every host we build for;
+    // '>' matters only past one byte.
+    if (d[0] == '>' && kind_size(found->kind) > 1)
+        throw FormatError("header: 'descr' '" + d + "' is big-endian; only little-endian data is supported");
+    return found->kind;
+}
+
+// The dictionary: every key once at most, all three present, nothing else.
+Header parse_dictionary(const std::string& text) {
     Parser p(text);
     Header h;
-    h.data_offset = offset;
     bool have_descr = false, have_order = false, have_shape = false;
     p.expect('{', "to open the header dictionary");
     while (!p.eat('}')) {
         const std::string key = p.string();
         p.expect(':', "after a key");
         if (key == "descr") {
-            const std::string d = p.string();
-            const Descr* found = nullptr;
-            for (const Descr& e : kDescrs)
-                if (d.size() == 3 && d.compare(1, 2, e.code) == 0) found = &e;
-            if (!found || std::string("<>|=").find(d[0]) == std::string::npos)
-                throw FormatError("header: 'descr' '" + d + "' is not a supported dtype (float16/32/64, integers, bool)");
-            // '=' is native order, little-endian on every host we build for;
-            // '>' matters only past one byte.
-            if (d[0] == '>' && kind_size(found->kind) > 1)
-                throw FormatError("header: 'descr' '" + d + "' is big-endian; only little-endian data is supported");
-            h.kind = found->kind;
+            h.kind = parse_descr(p.string());
             have_descr = true;
         } else if (key == "fortran_order") {
             h.fortran_order = p.boolean();
@@ -207,8 +217,12 @@ Header parse_header(const uint8_t* bytes, size_t size) {
     if (!have_descr || !have_order || !have_shape)
         throw FormatError(std::string("header: missing key '") +
                           (!have_descr ? "descr" : !have_order ? "fortran_order" : "shape") + "'");
-    // The byte count must fit in 64 bits, so that no size computed from
-    // the shape can wrap (an empty dimension anywhere makes it 0).
+    return h;
+}
+
+// The byte count must fit in 64 bits, so that no size computed from the
+// shape can wrap (an empty dimension anywhere makes it 0).
+void check_byte_count(const Header& h) {
     uint64_t data_bytes = kind_size(h.kind);
     bool empty = false;
     for (uint64_t d : h.shape) {
@@ -217,6 +231,16 @@ Header parse_header(const uint8_t* bytes, size_t size) {
             throw FormatError("header: 'shape' describes more than 2^64 bytes");
         data_bytes = empty ? 0 : data_bytes * d;
     }
+}
+
+}  // namespace
+
+Header parse_header(const uint8_t* bytes, size_t size) {
+    uint64_t data_offset = 0;
+    const std::string text = header_text(bytes, size, data_offset);
+    Header h = parse_dictionary(text);
+    h.data_offset = data_offset;
+    check_byte_count(h);
     return h;
 }
 

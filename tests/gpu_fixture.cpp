@@ -62,7 +62,7 @@ std::string describe(const Problem& p, const PlanOptions& opts) {
     if (opts.subgroup_size) s += " subgroup=" + std::to_string(opts.subgroup_size);
     if (opts.chunk_elements) s += " chunk=" + std::to_string(opts.chunk_elements);
     if (opts.workgroup_size) s += " wg=" + std::to_string(opts.workgroup_size);
-    if (opts.vpt) s += " vpt=" + std::to_string(opts.vpt);
+    if (opts.slots) s += " slots=" + std::to_string(opts.slots);
     return s;
 }
 

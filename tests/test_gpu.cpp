@@ -34,10 +34,10 @@ Problem rows_of(uint64_t rows, uint64_t cols, Dtype dt, bool log) {
     p.log = log;
     return p;
 }
-PlanOptions forced(Path path, uint32_t vpt, uint32_t workgroup_size = 0) {
+PlanOptions forced(Path path, uint32_t slots, uint32_t workgroup_size = 0) {
     PlanOptions o;
     o.path = path;
-    o.vpt = vpt;
+    o.slots = slots;
     o.workgroup_size = workgroup_size;
     return o;
 }
@@ -130,12 +130,12 @@ TEST_F(Gpu, EveryRowGeometry) {
     uint32_t variant = 0;
     for (Path path : {Path::subgroup_row, Path::workgroup_row, Path::split}) {
         if (path == Path::subgroup_row && !sg) continue;
-        for (uint32_t vpt = 1; vpt <= 16; ++vpt) {  // the plan's most is 16
-            if (!sweep_runs(vpt, 0, 2)) continue;
+        for (uint32_t slots = 1; slots <= 16; ++slots) {  // the plan's most is 16
+            if (!sweep_runs(slots, 0, 2)) continue;
             for (Dtype dt : {Dtype::f32, Dtype::f16}) {
                 for (uint32_t choice = 0; choice < 4; ++choice)
                     if (sweep_runs(variant, choice, 4))
-                        expect_matches(rows_of(3, kRows[choice].cols, dt, kRows[choice].log), forced(path, vpt));
+                        expect_matches(rows_of(3, kRows[choice].cols, dt, kRows[choice].log), forced(path, slots));
                 ++variant;
             }
         }
@@ -159,25 +159,25 @@ TEST_F(Gpu, LastSlotHeldByOneLane) {
         const Path path = path_index == 0 ? Path::subgroup_row : Path::workgroup_row;
         if (path == Path::subgroup_row && !d.subgroup_arithmetic()) continue;
         const uint32_t wg = std::min(256u, d.max_workgroup_invocations);
-        const uint64_t G = path == Path::subgroup_row ? d.subgroup_size : wg;  // lanes on a row
+        const uint64_t lanes = path == Path::subgroup_row ? d.subgroup_size : wg;  // lanes on a row
         for (uint32_t slot_index = 0; slot_index < 5; ++slot_index)
             for (uint32_t dtype_index = 0; dtype_index < 2; ++dtype_index)
                 for (uint32_t width_index = 0; width_index < 3; ++width_index) {
-                    const uint32_t vpt = kSlots[slot_index], width = kWidths[width_index];
+                    const uint32_t slots = kSlots[slot_index], width = kWidths[width_index];
                     const Dtype dt = kDtypes[dtype_index];
                     const uint32_t variant = (path_index * 2 + dtype_index) * 3 + width_index;
                     if (!sweep_runs(variant, slot_index, 5)) continue;
-                    if (width == 8 && (dt != Dtype::f16 || vpt % 2)) continue;
+                    if (width == 8 && (dt != Dtype::f16 || slots % 2)) continue;
                     // Scalar slots are 4 per vec4 slot; 8-wide accesses fill slot pairs.
-                    const uint64_t cols = width == 1 ? (4ull * vpt - 1) * G + 1
-                                          : width == 4 ? 4ull * (vpt - 1) * G + 4
-                                                       : 8ull * (vpt / 2 - 1) * G + 8;
+                    const uint64_t cols = width == 1 ? (4ull * slots - 1) * lanes + 1
+                                          : width == 4 ? 4ull * (slots - 1) * lanes + 4
+                                                       : 8ull * (slots / 2 - 1) * lanes + 8;
                     // Rows of 8 fit a slot: the plan holds them one per slot (SlotRows).
-                    if (path == Path::subgroup_row && cols <= 4 * G) continue;
+                    if (path == Path::subgroup_row && cols <= 4 * lanes) continue;
                     for (bool log : {false, true}) {
                         if (!sweep_runs(variant + slot_index, log ? 1 : 0, 2)) continue;
                         const Problem p = rows_of(3, cols, dt, log);
-                        const PlanOptions o = forced(path, vpt, path == Path::workgroup_row ? wg : 0);
+                        const PlanOptions o = forced(path, slots, path == Path::workgroup_row ? wg : 0);
                         const Plan plan = make_plan(ctx(), p, o);
                         ASSERT_EQ(plan.key[0].vec, width) << describe(p, o) << ": not the geometry this case is for";
                         auto x = random_logits(p.shape.elements(), fresh_seed());
@@ -200,17 +200,17 @@ TEST_F(Gpu, LastSlotHeldByOneLane) {
 TEST_F(Gpu, SlotRows) {
     const DeviceInfo& d = ctx().info();
     if (!d.subgroup_arithmetic()) GTEST_SKIP() << "no subgroup arithmetic on " << d.name;
-    const uint64_t G = d.subgroup_size;
-    const Plan chosen = make_plan(ctx(), rows_of(1000, 4 * G, Dtype::f32, false));
-    EXPECT_EQ(chosen.key[0].kind, ShaderKind::rows_per_slot) << "rows of 4 x subgroup size (" << 4 * G << ") are not planned one per slot";
-    EXPECT_GT(chosen.key[0].vpt, 1u) << "one row per subgroup: nothing in flight beside it";
-    for (uint64_t cols : {uint64_t{4}, 4 * G - 4, 4 * G})
-        for (uint32_t vpt : {1u, 2u, 3u, 5u})
+    const uint64_t lanes = d.subgroup_size;
+    const Plan chosen = make_plan(ctx(), rows_of(1000, 4 * lanes, Dtype::f32, false));
+    EXPECT_EQ(chosen.key[0].kind, ShaderKind::rows_per_slot) << "rows of 4 x subgroup size (" << 4 * lanes << ") are not planned one per slot";
+    EXPECT_GT(chosen.key[0].slots, 1u) << "one row per subgroup: nothing in flight beside it";
+    for (uint64_t cols : {uint64_t{4}, 4 * lanes - 4, 4 * lanes})
+        for (uint32_t slots : {1u, 2u, 3u, 5u})
             for (Dtype dt : {Dtype::f32, Dtype::f16})
                 for (bool log : {false, true}) {
-                    const PlanOptions o = forced(Path::subgroup_row, vpt);
+                    const PlanOptions o = forced(Path::subgroup_row, slots);
                     const uint32_t per_wg = make_plan(ctx(), rows_of(1, cols, dt, log), o).rows_per_workgroup;
-                    const Problem p = rows_of(2ull * per_wg + vpt + 1, cols, dt, log);
+                    const Problem p = rows_of(2ull * per_wg + slots + 1, cols, dt, log);
                     const Plan plan = make_plan(ctx(), p, o);
                     ASSERT_EQ(plan.key[0].kind, ShaderKind::rows_per_slot) << describe(p, o) << ": not one row per slot";
                     ASSERT_EQ(plan.key[0].vec, 4u) << describe(p, o) << ": a slot row is one 4-wide access per lane";
@@ -235,7 +235,7 @@ TEST_F(Gpu, PlanPicksAccessWidth) {
     struct Want {
         Dtype dt;
         uint64_t cols, inner;
-        uint32_t vpt;  // override; 0: the plan's
+        uint32_t slots;  // override; 0: the plan's
         uint32_t vec;
     };
     for (const Want& w : {Want{Dtype::f32, 4096, 1, 0, 4}, Want{Dtype::f16, 4096, 1, 0, 8}, Want{Dtype::f16, 4100, 1, 0, 4},
@@ -246,11 +246,11 @@ TEST_F(Gpu, PlanPicksAccessWidth) {
         p.dtype = w.dt;
         PlanOptions o;
         o.path = Path::workgroup_row;
-        o.vpt = w.vpt;
+        o.slots = w.slots;
         const Plan plan = make_plan(ctx(), p, o);
         EXPECT_EQ(plan.key[0].vec, w.vec) << describe(p, o) << ": elements per access";
         if (plan.key[0].vec == 8) {
-            EXPECT_EQ(plan.key[0].vpt % 2, 0u) << describe(p, o);
+            EXPECT_EQ(plan.key[0].slots % 2, 0u) << describe(p, o);
         }
         auto x = random_logits(p.shape.elements(), fresh_seed());
         Outcome out = run_and_compare(p, x, o);
@@ -278,7 +278,7 @@ TEST_F(Gpu, LongHalfRowsReadInTiles) {
         ASSERT_EQ(plan.path, Path::workgroup_row) << describe(p, {});
         ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << describe(p, {}) << ": not read in tiles";
         EXPECT_EQ(plan.key[0].workgroup_size, max_wg) << describe(p, {});
-        EXPECT_EQ(plan.key[0].vpt, 4u) << describe(p, {});
+        EXPECT_EQ(plan.key[0].slots, 4u) << describe(p, {});
         EXPECT_EQ(plan.key[0].vec, 8u) << describe(p, {});
         auto x = random_logits(p.shape.elements(), fresh_seed());
         auto row = [&](uint64_t r) { return x.begin() + static_cast<long>(r * cols); };

@@ -74,7 +74,7 @@ TEST(Plan, ShortRows) {
     EXPECT_EQ(tiny.path, Path::subgroup_row);
     EXPECT_EQ(tiny.key[0].kind, ShaderKind::row_in_registers);
     EXPECT_EQ(tiny.key[0].vec, 1u);
-    EXPECT_EQ(tiny.key[0].vpt, 1u);
+    EXPECT_EQ(tiny.key[0].slots, 1u);
     EXPECT_EQ(tiny.key[0].workgroup_size, 256u);
     EXPECT_EQ(tiny.key[0].required_subgroup_size, 32u) << "the planned subgroup size is pinned where it can be";
     EXPECT_EQ(tiny.rows_per_workgroup, 8u);
@@ -83,7 +83,7 @@ TEST(Plan, ShortRows) {
     const Plan slots = plan_geometry(d, rows_of(65536, 128));
     EXPECT_EQ(slots.key[0].kind, ShaderKind::rows_per_slot);
     EXPECT_EQ(slots.key[0].vec, 4u);
-    EXPECT_EQ(slots.key[0].vpt, 2u) << "rows per subgroup";
+    EXPECT_EQ(slots.key[0].slots, 2u) << "rows per subgroup";
     EXPECT_EQ(slots.key[0].workgroup_size, 128u);
     EXPECT_EQ(slots.rows_per_workgroup, 8u);
 
@@ -100,19 +100,19 @@ TEST(Plan, WorkgroupRows) {
     const Plan f32 = plan_geometry(d, rows_of(1024, 32768));
     EXPECT_EQ(f32.key[0].kind, ShaderKind::row_in_registers);
     EXPECT_EQ(f32.key[0].workgroup_size, 512u);
-    EXPECT_EQ(f32.key[0].vpt, 16u);
+    EXPECT_EQ(f32.key[0].slots, 16u);
     EXPECT_EQ(f32.key[0].vec, 4u);
 
     const Plan f16 = plan_geometry(d, rows_of(1024, 32768, Dtype::f16));
     EXPECT_EQ(f16.key[0].kind, ShaderKind::row_in_tiles);
     EXPECT_EQ(f16.key[0].workgroup_size, 1024u);
-    EXPECT_EQ(f16.key[0].vpt, 4u);
+    EXPECT_EQ(f16.key[0].slots, 4u);
     EXPECT_EQ(f16.key[0].vec, 8u);
 
     // 12888 fp16: slot counts rounded up to even, for 16-byte accesses.
     const Plan even = plan_geometry(d, rows_of(1280, 12888, Dtype::f16));
     EXPECT_EQ(even.key[0].workgroup_size, 256u);
-    EXPECT_EQ(even.key[0].vpt, 14u);
+    EXPECT_EQ(even.key[0].slots, 14u);
     EXPECT_EQ(even.key[0].vec, 8u);
 }
 

@@ -23,7 +23,7 @@ const char* kind_name(ShaderKind kind) {
 std::string PipelineKey::id() const {
     if (copy) return "copy/wg" + std::to_string(workgroup_size);
     return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
-           "/vpt" + std::to_string(vpt) + "/vec" + std::to_string(vec) + (log ? "/log" : "") +
+           "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (log ? "/log" : "") +
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/kind" + std::to_string(static_cast<uint32_t>(kind)) +
            "/req" + std::to_string(required_subgroup_size);
 }
@@ -92,7 +92,7 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
     // constant_id 0..6 of softmax_common.glsl; booleans are 32-bit.
-    const std::array<uint32_t, 7> values = {key_.workgroup_size,     key_.vpt,  key_.vec,  key_.log ? 1u : 0u,
+    const std::array<uint32_t, 7> values = {key_.workgroup_size,     key_.slots,  key_.vec,  key_.log ? 1u : 0u,
                                             key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
                                             static_cast<uint32_t>(key_.kind)};
     std::array<VkSpecializationMapEntry, 7> entries{};

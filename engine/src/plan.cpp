@@ -229,14 +229,14 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
 // correct for any geometry (rows longer than a tile are folded tile by tile).
 void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& options, const Limits& l, Path path,
                      bool slot_rows) {
-    if (!options.workgroup_size && !options.vpt) return;
+    if (!options.workgroup_size && !options.slots) return;
     if (options.workgroup_size) {
         if (options.workgroup_size > l.max_workgroup || (options.workgroup_size & (options.workgroup_size - 1)))
             throw Error(ErrorKind::invalid_argument,
                         "workgroup size override must be a power of two <= " + std::to_string(l.max_workgroup));
         g.workgroup_size = options.workgroup_size;
     }
-    if (options.vpt) g.slots = options.vpt;
+    if (options.slots) g.slots = options.slots;
     if (g.subgroup_rows) {
         g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
         g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
@@ -291,7 +291,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     key.required_subgroup_size = g.required_subgroup_size;
     key.subgroup_rows = g.subgroup_rows;
     key.workgroup_size = g.workgroup_size;
-    key.vpt = g.slots;
+    key.slots = g.slots;
     // A slot row is one slot wide: 4-wide, never a 16-byte pair.
     key.vec = slot_rows ? 4u : access_width(problem, g.slots);
     // A row path whose tile (possible through overrides) is shorter than the

@@ -33,7 +33,7 @@ struct PipelineKey {
     Dtype dtype = Dtype::f32;
     bool subgroup = true;  // subgroup arithmetic (else shared-memory tree)
     uint32_t workgroup_size = 256;
-    uint32_t vpt = 1;  // vec4 slots per invocation (rows_per_slot: one row in each)
+    uint32_t slots = 1;  // vec4 slots per invocation (rows_per_slot: one row in each)
     uint32_t vec = 1;  // elements per memory access: 1, 4, or 8 (fp16, 16 bytes)
     bool log = false;
     bool subgroup_rows = false;
