@@ -220,67 +220,13 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
     }
 }
 
-// KIND_ROW_IN_REGISTERS, for a row that fits one tile: read once into the
-// slots, reduced, written once.
-void row_in_registers(uint base, uint lanes, uint lane) {
-    load_tile(base, pc.inner, 0u, pc.axis, lanes, lane);
-    Stat s = lane_max_and_flags(0u, SLOTS);
-    float m = s.m;
-    uint f = s.f;
-    group_max_or(m, f);
-    float d = 0.0;
-    for (uint j = 0u; j < SLOTS; ++j)
-        for (uint c = 0u; c < 4u; ++c) {
-            float e = element_exp(slots[j][c] - m);
-            d += e;
-            if (!LOG) slots[j][c] = e;
-        }
-    d = group_add(d);
-    write_tile(base, pc.inner, 0u, pc.axis, lanes, lane, Stat(m, d, f), !LOG);
-}
-
-// KIND_ROW_IN_TILES: the row folded tile by tile into (m, d), then re-read
-// and written.
-void row_in_tiles(uint base, uint tile, uint lanes, uint lane) {
-    span_write(base, 0u, pc.axis, tile, lanes, lane, span_stat(base, 0u, pc.axis, tile, lanes, lane));
-}
-
-// Split pass 1 (KIND_SPLIT_STATISTICS): the chunk's (m, d) and flags, one
-// partial per work item.
-void split_statistics(uint item, uint base, uint begin, uint end, uint tile, uint lanes, uint lane) {
-    Stat s = span_stat(base, begin, end, tile, lanes, lane);
-    if (lane == 0u) part[item] = Partial(s.m, s.d, s.f, 0u);
-}
-
-// Split pass 2 (KIND_SPLIT_NORMALIZE): every workgroup of the row merges all
-// of the row's partials (a few hundred reads, cheaper than a third
-// dispatch), then normalizes its own chunk.
-void split_normalize(uint row, uint base, uint begin, uint end, uint tile, uint lanes, uint lane) {
-    Stat s = stat_empty();
-    for (uint i = lane; i < pc.chunks; i += lanes) {
-        Partial p = part[row * pc.chunks + i];
-        s = stat_merge(s, Stat(p.m, p.d, p.f));
-    }
-    span_write(base, begin, end, tile, lanes, lane, group_stat(s));
-}
-
-// The split path's work items: item w is chunk (w % chunks) of row
-// (w / chunks). Pass 2 walks them in the reverse of pass 1's order (and
-// span_write the tiles), so that it first re-reads what pass 1 read last,
-// while that is still in L2.
-void split_items(uint first, uint step, uint tile, uint lanes, uint lane) {
-    uint items = pc.rows * pc.chunks;
-    for (uint w = first; w < items; w += step) {
-        uint item = KIND == KIND_SPLIT_NORMALIZE ? items - 1u - w : w;
-        uint row = item / pc.chunks;
-        uint begin = (item - row * pc.chunks) * pc.chunk;
-        uint end = min(pc.axis, begin + pc.chunk);
-        uint base = row_base(row);
-        if (KIND == KIND_SPLIT_STATISTICS) split_statistics(item, base, begin, end, tile, lanes, lane);
-        else split_normalize(row, base, begin, end, tile, lanes, lane);
-    }
-}
-
+// main() hands out rows (grid-stride) to the dispatch's kind. The kinds
+// other than KIND_ROWS_PER_SLOT are written out here rather than as
+// functions of their own: every such split tried (a row in registers, a row
+// in tiles, the split passes, each alone or together) made
+// KIND_ROWS_PER_SLOT 1.3-1.7x slower on NVIDIA 580.159.04 (65536 x 128 f16:
+// 14.1 -> 23.3 us), although the SPIR-V specialized for any kind was the
+// same before and after (bench/NOTES.md, v7).
 void main() MAIN_ATTRIBUTES {
     uint lanes = group_size(), lane = group_lane();
     uint tile = 4u * SLOTS * lanes;
@@ -291,21 +237,69 @@ void main() MAIN_ATTRIBUTES {
     uint first = gl_WorkGroupID.x * groups + group_index();
     uint step = gl_NumWorkGroups.x * groups;
 
-    if (KIND == KIND_SPLIT_STATISTICS || KIND == KIND_SPLIT_NORMALIZE) {
-        split_items(first, step, tile, lanes, lane);
-        return;
-    }
     // KIND_ROWS_PER_SLOT needs rows within a slot of the real subgroup; with
     // a smaller one than planned (a driver that cannot pin the size) it takes
-    // the tile-by-tile form, as KIND_ROW_IN_REGISTERS does for a row longer
-    // than the real subgroup's tile.
+    // the tile-by-tile form of KIND_ROW_IN_REGISTERS.
     if (KIND == KIND_ROWS_PER_SLOT && pc.axis <= 4u * lanes) {
         for (uint r0 = first * SLOTS; r0 < pc.rows; r0 += step * SLOTS) rows_per_slot(r0, lanes, lane);
         return;
     }
-    for (uint r = first; r < pc.rows; r += step) {
+    if (KIND == KIND_ROW_IN_REGISTERS || KIND == KIND_ROW_IN_TILES || KIND == KIND_ROWS_PER_SLOT) {
+        for (uint r = first; r < pc.rows; r += step) {
+            uint base = row_base(r);
+            // KIND_ROW_IN_REGISTERS keeps the tile-by-tile form too, for a
+            // subgroup smaller than planned (a driver that cannot pin the size).
+            if (KIND == KIND_ROW_IN_REGISTERS && pc.axis <= tile) {
+                // KIND_ROW_IN_REGISTERS: read once, reduced, written once.
+                load_tile(base, pc.inner, 0u, pc.axis, lanes, lane);
+                Stat s = lane_max_and_flags(0u, SLOTS);
+                float m = s.m;
+                uint f = s.f;
+                group_max_or(m, f);
+                float d = 0.0;
+                for (uint j = 0u; j < SLOTS; ++j)
+                    for (uint c = 0u; c < 4u; ++c) {
+                        float e = element_exp(slots[j][c] - m);
+                        d += e;
+                        if (!LOG) slots[j][c] = e;
+                    }
+                d = group_add(d);
+                write_tile(base, pc.inner, 0u, pc.axis, lanes, lane, Stat(m, d, f), !LOG);
+            } else {
+                // KIND_ROW_IN_TILES: folded tile by tile into (m, d), then
+                // re-read and written.
+                span_write(base, 0u, pc.axis, tile, lanes, lane, span_stat(base, 0u, pc.axis, tile, lanes, lane));
+            }
+        }
+        return;
+    }
+
+    // KIND_SPLIT_STATISTICS / KIND_SPLIT_NORMALIZE: work item w is chunk
+    // (w % chunks) of row (w / chunks).
+    uint items = pc.rows * pc.chunks;
+    for (uint w = first; w < items; w += step) {
+        // Pass 2 walks the items in the reverse of pass 1's order (and
+        // span_write the tiles), so that it first re-reads what pass 1 read
+        // last, while that is still in L2.
+        uint item = KIND == KIND_SPLIT_NORMALIZE ? items - 1u - w : w;
+        uint r = item / pc.chunks;
+        uint begin = (item - r * pc.chunks) * pc.chunk;
+        uint end = min(pc.axis, begin + pc.chunk);
         uint base = row_base(r);
-        if (KIND == KIND_ROW_IN_REGISTERS && pc.axis <= tile) row_in_registers(base, lanes, lane);
-        else row_in_tiles(base, tile, lanes, lane);
+        if (KIND == KIND_SPLIT_STATISTICS) {
+            // Pass 1: the chunk's (m, d) and flags.
+            Stat s = span_stat(base, begin, end, tile, lanes, lane);
+            if (lane == 0u) part[item] = Partial(s.m, s.d, s.f, 0u);
+        } else {
+            // Pass 2: every workgroup of the row merges all of the row's
+            // partials (a few hundred reads, cheaper than a third dispatch),
+            // then normalizes its own chunk.
+            Stat s = stat_empty();
+            for (uint i = lane; i < pc.chunks; i += lanes) {
+                Partial p = part[r * pc.chunks + i];
+                s = stat_merge(s, Stat(p.m, p.d, p.f));
+            }
+            span_write(base, begin, end, tile, lanes, lane, group_stat(s));
+        }
     }
 }
