@@ -559,4 +559,91 @@ TEST_F(Embed, PipelineCacheRoundTrip) {
     vksm_context_destroy(ctx);
 }
 
+// What a debugger (RenderDoc, Nsight) would be told: the host's
+// vkGetInstanceProcAddr is wrapped so that the debug-utils calls vksoftmax
+// makes are seen, then passed on to the layer.
+struct DebugCalls {
+    PFN_vkSetDebugUtilsObjectNameEXT set_name = nullptr;
+    PFN_vkCmdBeginDebugUtilsLabelEXT begin = nullptr;
+    PFN_vkCmdEndDebugUtilsLabelEXT end = nullptr;
+    std::vector<std::string> names, events;  // events: "begin <label>" and "end", in order
+};
+
+DebugCalls& debug_calls() {
+    static DebugCalls calls;
+    return calls;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL seen_set_name(VkDevice device, const VkDebugUtilsObjectNameInfoEXT* info) {
+    debug_calls().names.push_back(info->pObjectName ? info->pObjectName : "");
+    return debug_calls().set_name(device, info);
+}
+VKAPI_ATTR void VKAPI_CALL seen_begin(VkCommandBuffer cb, const VkDebugUtilsLabelEXT* label) {
+    debug_calls().events.push_back(std::string("begin ") + label->pLabelName);
+    debug_calls().begin(cb, label);
+}
+VKAPI_ATTR void VKAPI_CALL seen_end(VkCommandBuffer cb) {
+    debug_calls().events.push_back("end");
+    debug_calls().end(cb);
+}
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL watching_get_instance_proc_addr(VkInstance instance, const char* name) {
+    PFN_vkVoidFunction real = vkGetInstanceProcAddr(instance, name);
+    DebugCalls& calls = debug_calls();
+    if (!real) return real;
+    if (std::strcmp(name, "vkSetDebugUtilsObjectNameEXT") == 0) {
+        calls.set_name = reinterpret_cast<PFN_vkSetDebugUtilsObjectNameEXT>(real);
+        return reinterpret_cast<PFN_vkVoidFunction>(&seen_set_name);
+    }
+    if (std::strcmp(name, "vkCmdBeginDebugUtilsLabelEXT") == 0) {
+        calls.begin = reinterpret_cast<PFN_vkCmdBeginDebugUtilsLabelEXT>(real);
+        return reinterpret_cast<PFN_vkVoidFunction>(&seen_begin);
+    }
+    if (std::strcmp(name, "vkCmdEndDebugUtilsLabelEXT") == 0) {
+        calls.end = reinterpret_cast<PFN_vkCmdEndDebugUtilsLabelEXT>(real);
+        return reinterpret_cast<PFN_vkVoidFunction>(&seen_end);
+    }
+    return real;
+}
+
+TEST_F(Embed, NamesPipelinesAndLabelsRecordedWork) {
+    if (!validation_) GTEST_SKIP() << "no validation layer: VK_EXT_debug_utils is not enabled on this instance";
+    const vksm_problem split{1, 1u << 20, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
+    for (int enabled : {1, 0}) {
+        debug_calls() = DebugCalls{};
+        vksm_context_desc d = desc();
+        d.get_instance_proc_addr = watching_get_instance_proc_addr;
+        d.debug_utils = enabled;
+        vksm_context ctx = nullptr;
+        ASSERT_EQ(vksm_context_create(&d, &ctx, nullptr, 0), VKSM_SUCCESS);
+        vksm_plan plan = nullptr;
+        ASSERT_EQ(vksm_plan_create(ctx, &split, &plan), VKSM_SUCCESS);
+        ASSERT_EQ(vksm_plan_passes(plan), 2u) << "1 x 2^20 is meant to take the split path";
+        VkDeviceSize ws = 0, ws_align = 0;
+        vksm_plan_workspace(plan, &ws, &ws_align);
+        const VkDeviceSize bytes = vksm_plan_tensor_bytes(plan);
+        void* map = nullptr;
+        const VkBuffer in = buffer(bytes, &map), out = buffer(bytes, &map), work = buffer(ws, &map);
+        const VkCommandBuffer cb = command_buffer();
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        ASSERT_EQ(vkBeginCommandBuffer(cb, &bi), VK_SUCCESS);
+        ASSERT_EQ(vksm_record(plan, cb, {in, 0, bytes}, {out, 0, bytes}, {work, 0, ws}, VK_NULL_HANDLE, 0), VKSM_SUCCESS);
+        ASSERT_EQ(vkEndCommandBuffer(cb), VK_SUCCESS);
+        const DebugCalls& calls = debug_calls();
+        if (enabled) {
+            ASSERT_EQ(calls.names.size(), 2u) << "one name per pipeline: split statistics and split normalize";
+            EXPECT_NE(calls.names[0].find("vksoftmax softmax pipeline f32/"), std::string::npos) << calls.names[0];
+            EXPECT_NE(calls.names[0].find("split statistics"), std::string::npos) << calls.names[0];
+            EXPECT_NE(calls.names[1].find("split normalize"), std::string::npos) << calls.names[1];
+            ASSERT_EQ(calls.events.size(), 2u) << "one label around the record";
+            EXPECT_EQ(calls.events[0], "begin vksoftmax softmax f32 (outer 1, axis 1048576, inner 1) (split)");
+            EXPECT_EQ(calls.events[1], "end");
+        } else {
+            EXPECT_TRUE(calls.names.empty()) << "named " << calls.names.size() << " objects with debug_utils = 0";
+            EXPECT_TRUE(calls.events.empty()) << "labelled work with debug_utils = 0";
+        }
+        vksm_plan_destroy(plan);
+        vksm_context_destroy(ctx);
+    }
+}
+
 }  // namespace

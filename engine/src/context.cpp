@@ -13,6 +13,7 @@ Context::Context(const ContextOptions& options) {
     instance_vk_ = instance.vk;
     instance_ = std::move(instance.handle);
     if (instance.debug_utils) create_messenger();
+    debug_utils_ = instance.debug_utils;
 
     auto pds = physical_devices(instance_vk_, instance_.get());
     std::vector<DeviceInfo> infos;
@@ -130,6 +131,11 @@ Context::Context(const HostDevice& host) : adopted_(true) {
     // system loader nor any other context is touched.
     instance_vk_ = load_instance_functions(host.get_instance_proc_addr, host.instance);
     instance_ = Handle<VkInstance>(host.instance, nullptr);  // borrowed: never destroyed here
+    if (host.debug_utils && !(instance_vk_.vkSetDebugUtilsObjectNameEXT && instance_vk_.vkCmdBeginDebugUtilsLabelEXT &&
+                              instance_vk_.vkCmdEndDebugUtilsLabelEXT))
+        throw Error(ErrorKind::unsupported,
+                    "debug_utils is set, but the instance's vkGetInstanceProcAddr gives no VK_EXT_debug_utils commands");
+    debug_utils_ = host.debug_utils;
     physical_ = host.physical_device;
     adopt_device(host);
     device_ = Handle<VkDevice>(host.device, nullptr);  // borrowed
@@ -282,6 +288,26 @@ VKAPI_ATTR VkBool32 VKAPI_CALL Context::on_debug_message(VkDebugUtilsMessageSeve
         if (self->messages_.size() < 16) self->messages_.push_back(data->pMessage ? data->pMessage : "");
     }
     return VK_FALSE;
+}
+
+void Context::name_object(VkObjectType type, uint64_t handle, const std::string& name) const {
+    if (!debug_utils_) return;
+    VkDebugUtilsObjectNameInfoEXT info{VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT};
+    info.objectType = type;
+    info.objectHandle = handle;
+    info.pObjectName = name.c_str();
+    check(instance_vk_.vkSetDebugUtilsObjectNameEXT(device_.get(), &info), "vkSetDebugUtilsObjectNameEXT", name);
+}
+
+void Context::begin_label(VkCommandBuffer cb, const std::string& label) const {
+    if (!debug_utils_) return;
+    VkDebugUtilsLabelEXT info{VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT};
+    info.pLabelName = label.c_str();
+    instance_vk_.vkCmdBeginDebugUtilsLabelEXT(cb, &info);
+}
+
+void Context::end_label(VkCommandBuffer cb) const {
+    if (debug_utils_) instance_vk_.vkCmdEndDebugUtilsLabelEXT(cb);
 }
 
 }  // namespace vksoftmax

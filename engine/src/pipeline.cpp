@@ -24,7 +24,7 @@ std::string PipelineKey::id() const {
     if (copy) return "copy/wg" + std::to_string(workgroup_size);
     return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
            "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (log ? "/log" : "") +
-           (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/kind" + std::to_string(static_cast<uint32_t>(kind)) +
+           (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/" + kind_name(kind) +
            "/req" + std::to_string(required_subgroup_size);
 }
 
@@ -128,6 +128,7 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
           what);
     auto destroy_p = vk.vkDestroyPipeline;
     pipeline_ = Handle<VkPipeline>(pipeline, [dev, destroy_p](VkPipeline h) { destroy_p(dev, h, nullptr); });
+    ctx.name_object(VK_OBJECT_TYPE_PIPELINE, reinterpret_cast<uint64_t>(pipeline), "vksoftmax " + what);
 }
 
 void Pipeline::dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],

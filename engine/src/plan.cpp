@@ -304,6 +304,8 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         plan.key[p] = key;
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows);
     }
+    plan.label = std::string("vksoftmax ") + (problem.log ? "log-softmax " : "softmax ") + dtype_name(problem.dtype) +
+                 " " + to_string(shape) + " (" + path_name(path) + ")";
     return plan;
 }
 
@@ -344,6 +346,7 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
         if (timestamps.pool)
             vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps.pool, timestamps.first + i);
     };
+    ctx.begin_label(cb, plan.label);
     stamp(0);
     for (uint32_t p = 0; p < plan.passes; ++p) {
         if (p > 0) {
@@ -361,6 +364,7 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
         plan.pipeline[p]->dispatch(vk, cb, infos, plan.push, plan.groups);
         stamp(p + 1);
     }
+    ctx.end_label(cb);
 }
 
 }  // namespace vksoftmax

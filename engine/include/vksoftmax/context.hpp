@@ -71,6 +71,7 @@ struct HostDevice {
     bool storage_buffer_16bit = false;    // storageBuffer16BitAccess: fp16 tensors
     bool subgroup_size_control = false;   // subgroupSizeControl (+ computeFullSubgroups)
     bool subgroup_uniform_control_flow = false;  // VK_KHR_shader_subgroup_uniform_control_flow: recommended
+    bool debug_utils = false;  // VK_EXT_debug_utils on the instance: pipelines named, recorded work labelled
     // A blob from Context::pipeline_cache_data() of an earlier run, or empty.
     std::vector<uint8_t> pipeline_cache;
 };
@@ -112,6 +113,14 @@ public:
     uint64_t validation_errors() const { return validation_errors_.load(); }
     bool validation_enabled() const { return static_cast<bool>(messenger_); }
     bool capturing_statistics() const { return capture_statistics_; }
+
+    // Where VK_EXT_debug_utils is enabled on the instance, pipelines carry
+    // names and recorded work a label, for RenderDoc, Nsight and the
+    // validation layer's messages; elsewhere these do nothing.
+    bool debug_utils() const { return debug_utils_; }
+    void name_object(VkObjectType type, uint64_t handle, const std::string& name) const;
+    void begin_label(VkCommandBuffer cb, const std::string& label) const;
+    void end_label(VkCommandBuffer cb) const;
     std::vector<std::string> validation_messages() const;
 
     // A memory type with all of `want`, preferring one that also has all of
@@ -151,6 +160,7 @@ private:
     std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
 
     bool capture_statistics_ = false;
+    bool debug_utils_ = false;
     std::atomic<uint64_t> validation_errors_{0};
     mutable std::mutex messages_mutex_;
     std::vector<std::string> messages_;

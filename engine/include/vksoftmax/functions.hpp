@@ -25,7 +25,10 @@
     F(vkCreateDevice)                          \
     F(vkGetDeviceProcAddr)                     \
     F(vkCreateDebugUtilsMessengerEXT)          \
-    F(vkDestroyDebugUtilsMessengerEXT)
+    F(vkDestroyDebugUtilsMessengerEXT)         \
+    F(vkSetDebugUtilsObjectNameEXT)            \
+    F(vkCmdBeginDebugUtilsLabelEXT)            \
+    F(vkCmdEndDebugUtilsLabelEXT)
 
 // Device-level commands. Extension commands stay null where the device
 // was created without the extension.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "vksoftmax/device_info.hpp"
 #include "vksoftmax/pipeline.hpp"
@@ -45,6 +46,9 @@ struct Plan {
     uint64_t tensor_bytes = 0;     // input (and output) size
     uint64_t workspace_bytes = 0;  // split path partials; 0 otherwise
     uint32_t rows_per_workgroup = 1;
+    // The debug label of the recorded work (where VK_EXT_debug_utils is on):
+    // "vksoftmax softmax f32 (outer 64, axis 3000, inner 1) (subgroup-row)".
+    std::string label;
 };
 
 // Which path a problem takes on a device: the forced one, else a subgroup

@@ -74,6 +74,12 @@ typedef struct vksm_context_desc {
     /* An earlier vksm_pipeline_cache_data() blob, or NULL / 0. */
     const void* pipeline_cache_data;
     size_t pipeline_cache_size;
+    /* Nonzero where the host enabled VK_EXT_debug_utils on `instance`: each
+     * pipeline gets a name ("vksoftmax softmax pipeline f32/sg/...") and each
+     * vksm_record() one label around its work ("vksoftmax softmax f32
+     * (outer 64, axis 3000, inner 1) (subgroup-row)"), for RenderDoc,
+     * Nsight Graphics and the validation layer's messages. */
+    int debug_utils;
 } vksm_context_desc;
 
 /* Softmax along `axis` of a dense row-major tensor seen as (outer, axis, inner). */
