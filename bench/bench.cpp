@@ -102,6 +102,12 @@ const std::vector<Family>& families() {
     return list;
 }
 
+std::string family_names() {
+    std::string names;
+    for (const Family& f : families()) names += (names.empty() ? "" : ", ") + f.name;
+    return names;
+}
+
 std::vector<Shape> family_shapes(const std::string& name) {
     std::vector<Shape> out;
     for (const Family& f : families())
@@ -123,8 +129,8 @@ Shape parse_shape(const std::string& item) {
         return {rows, cols, 1};
     } catch (const std::exception&) {
         throw Error(ErrorKind::invalid_argument,
-                    "--shapes: '" + item + "' is neither ROWSxCOLS (e.g. 1024x512) nor a family (suite, core, "
-                    "classifier, tiny, attention, vocabulary, odd)");
+                    "--shapes: '" + item + "' is neither ROWSxCOLS (e.g. 1024x512) nor a family (suite, " +
+                        family_names() + ")");
     }
 }
 
@@ -207,10 +213,11 @@ Logits fresh_logits(const Case& c, uint64_t tensor_bytes, float sigma) {
 
 // One call into an output filled with NaN, checked against the CPU
 // reference: a timing of wrong results is no timing.
-void check_one_call(Context& ctx, const Case& c, const Plan& plan, const Logits& logits, const Buffer& out,
+void check_one_call(Context& ctx, const Plan& plan, const Logits& logits, const Buffer& out,
                     const std::function<void(VkCommandBuffer)>& call, Row& row) {
+    const Problem& p = plan.problem;
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
-        const uint32_t nan = c.dtype == Dtype::f32 ? 0x7fc00000u : 0x7e007e00u;
+        const uint32_t nan = p.dtype == Dtype::f32 ? 0x7fc00000u : 0x7e007e00u;
         ctx.vk().vkCmdFillBuffer(cb, out.buffer(), 0, plan.tensor_bytes / 4 * 4, nan);
         VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                           VK_ACCESS_SHADER_WRITE_BIT};
@@ -220,13 +227,12 @@ void check_one_call(Context& ctx, const Case& c, const Plan& plan, const Logits&
     });
     std::vector<uint8_t> host(plan.tensor_bytes);
     download(ctx, out, host.data(), host.size());
-    const Problem p = problem_of(c);
-    const std::vector<double> got = to_double(host.data(), c.shape.elements(), c.dtype);
-    std::vector<double> ref(c.shape.elements());
+    const std::vector<double> got = to_double(host.data(), p.shape.elements(), p.dtype);
+    std::vector<double> ref(p.shape.elements());
     cpu::softmax(p, logits.values.data(), ref.data());
     const Accuracy acc = compare(p, got, ref);
     row.max_rel_error = acc.max_rel;
-    row.verified = acc.within(accuracy_bound(c.dtype, c.log).rel, 0.0);
+    row.verified = acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0);
 }
 
 }  // namespace
@@ -245,7 +251,7 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
                                       ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
                                       : BufferRange{};
     auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace); };
-    check_one_call(ctx, c, plan, logits, *buffers->out, call, row);
+    check_one_call(ctx, plan, logits, *buffers->out, call, row);
     row.t = time_calls(ctx, o, row.bytes, call);
     if (plan.passes == 2) {
         // Pass 1 alone, to tell the passes' shares apart.

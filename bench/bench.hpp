@@ -32,6 +32,8 @@ struct Family {
 const std::vector<Family>& families();
 // The shapes of a family, or of them all for "suite"; empty for another name.
 std::vector<Shape> family_shapes(const std::string& name);
+// "core, classifier, ...": the families' names, for messages and help.
+std::string family_names();
 
 // A comma-separated list of families and ROWSxCOLS, crossed with the dtypes.
 std::vector<Case> parse_cases(const std::string& shapes, const std::vector<Dtype>& dtypes, bool log);

@@ -282,8 +282,9 @@ int bench_command(const BenchArgs& a) {
 Command add_bench(CLI::App& app) {
     auto* sub = app.add_subcommand("bench", "Time softmax with GPU timestamps against the device's copy ceiling");
     auto a = std::make_shared<BenchArgs>();
-    sub->add_option("--shapes", a->shapes, "'suite' (default: every family), families (core, classifier, tiny, attention, vocabulary, odd) "
-                   "and ROWSxCOLS, comma-separated, e.g. core,1024x512");
+    sub->add_option("--shapes", a->shapes,
+                    "'suite' (default: every family), families (" + bench::family_names() +
+                        ") and ROWSxCOLS, comma-separated, e.g. core,1024x512");
     sub->add_option("--dtype", a->dtypes, "f32,f16 (default both)");
     sub->add_flag("--log", a->log, "log-softmax");
     sub->add_option("--iters", a->iters, "Back-to-back calls per timed submission (default 20)");

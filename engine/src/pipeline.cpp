@@ -92,7 +92,7 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
     // constant_id 0..6 of softmax_common.glsl; booleans are 32-bit.
-    const std::array<uint32_t, 7> values = {key_.workgroup_size,     key_.slots,  key_.vec,  key_.log ? 1u : 0u,
+    const std::array<uint32_t, 7> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                             key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
                                             static_cast<uint32_t>(key_.kind)};
     std::array<VkSpecializationMapEntry, 7> entries{};

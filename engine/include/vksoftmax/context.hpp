@@ -117,7 +117,6 @@ public:
     // Where VK_EXT_debug_utils is enabled on the instance, pipelines carry
     // names and recorded work a label, for RenderDoc, Nsight and the
     // validation layer's messages; elsewhere these do nothing.
-    bool debug_utils() const { return debug_utils_; }
     void name_object(VkObjectType type, uint64_t handle, const std::string& name) const;
     void begin_label(VkCommandBuffer cb, const std::string& label) const;
     void end_label(VkCommandBuffer cb) const;

@@ -31,7 +31,7 @@ struct PlanOptions {
     std::optional<Path> path;        // force a path (tests, conformance)
     uint32_t chunk_elements = 0;     // split path: elements per chunk (rounded to a tile)
     uint32_t workgroup_size = 0;     // override (a power of two); 0: the plan's choice
-    uint32_t slots = 0;                // override of vec4 slots per invocation (rows_per_slot: rows
+    uint32_t slots = 0;              // override of vec4 slots per invocation (rows_per_slot: rows
                                      // per subgroup, one per slot); 0: the plan's choice
 };
 
