@@ -176,6 +176,7 @@ void describe(const Plan& plan, Row& row) {
     row.slots = plan.key[0].slots;
     row.groups = plan.groups;
     row.vec = plan.key[0].vec;
+    row.row_lanes = plan.key[0].row_lanes;
     row.passes = plan.passes;
     row.bytes = 2 * plan.tensor_bytes;
     for (uint32_t i = 0; i < plan.passes; ++i) {

@@ -78,6 +78,7 @@ struct Row {
     double max_rel_error = 0;  // of one call, against the float64 reference
     bool verified = false;
     uint32_t workgroup_size = 0, slots = 0, groups = 0, vec = 0;
+    uint32_t row_lanes = 0;  // lanes per row where a few lanes hold each (rows per slot); 0: all
     double pass1_us = 0;  // split path: median of pass 1 alone
     Timing ceiling;       // copy of the case's tensor bytes, timed the same way
     std::vector<std::string> stats;  // driver statistics of each pass, where captured

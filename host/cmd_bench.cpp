@@ -190,14 +190,15 @@ bool print_table(const Context& ctx, const bench::Options& o, const Measured& m)
     fmt::print("floor (one-workgroup dispatch + barrier): {:.2f} us per call\n", m.floor.median_us);
     fmt::print("copy ceiling: {:.1f} us over {} bytes, {:.0f} GB/s\n", m.ceiling.median_us, m.ceiling_bytes,
                m.ceiling.gbps);
-    fmt::print("{:<6} {:<15} {:<14} {:>12} {:>10} {:>10} {:>11} {:>7} {:>10} {:>8} {:>10} {:>9}\n", "dtype", "shape",
-               "path", "wg/slots/vec", "median us", "min us", "over floor", "GB/s", "copy GB/s", "of copy", "max rel",
+    fmt::print("{:<6} {:<15} {:<14} {:>20} {:>10} {:>10} {:>11} {:>7} {:>10} {:>8} {:>10} {:>9}\n", "dtype", "shape",
+               "path", "wg/slots/vec[/lanes]", "median us", "min us", "over floor", "GB/s", "copy GB/s", "of copy", "max rel",
                "pass 1 us");
     bool all_ok = true;
     for (const auto& r : m.rows) {
         all_ok = all_ok && r.verified;
-        const std::string geometry = fmt::format("{}/{}/{}", r.workgroup_size, r.slots, r.vec);
-        fmt::print("{:<6} {:<15} {:<14} {:>12} {:>10.2f} {:>10.2f} {:>11.2f} {:>7.0f} {:>10.0f} {:>7.0f}% {:>10.2e} {:>9}{}\n",
+        std::string geometry = fmt::format("{}/{}/{}", r.workgroup_size, r.slots, r.vec);
+        if (r.row_lanes) geometry += fmt::format("/{}", r.row_lanes);
+        fmt::print("{:<6} {:<15} {:<14} {:>20} {:>10.2f} {:>10.2f} {:>11.2f} {:>7.0f} {:>10.0f} {:>7.0f}% {:>10.2e} {:>9}{}\n",
                    dtype_name(r.c.dtype), r.c.name(), r.path, geometry, r.t.median_us, r.t.min_us, above_floor(r, m),
                    r.t.gbps, r.ceiling.gbps, 100.0 * ceiling_fraction(r), r.max_rel_error,
                    r.pass1_us > 0 ? fmt::format("{:.2f}", r.pass1_us) : "", r.verified ? "" : "  WRONG RESULT");
@@ -217,6 +218,7 @@ nlohmann::json row_json(const bench::Row& r, const Measured& m) {
             {"workgroup_size", r.workgroup_size},
             {"slots", r.slots},
             {"vec", r.vec},
+            {"row_lanes", r.row_lanes},
             {"pass1_us", r.pass1_us},
             {"groups", r.groups},
             {"stats", r.stats},

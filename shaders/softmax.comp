@@ -7,7 +7,8 @@
 //   planned) is folded tile by tile into (m, d) and then re-read.
 // KIND_ROW_IN_TILES: the same for rows the plan knows are longer than a tile.
 // KIND_ROWS_PER_SLOT: a subgroup holds SLOTS rows of at most 4 x its size,
-//   one per slot.
+//   one per slot; with USE_SHUFFLE, each ROW_LANES lanes of it hold SLOTS
+//   rows of at most 4 x ROW_LANES.
 // KIND_SPLIT_STATISTICS / KIND_SPLIT_NORMALIZE: the two dispatches of the
 //   split path; see main().
 #ifdef SUBGROUP_UNIFORM_CONTROL_FLOW
@@ -203,7 +204,7 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
     Stat s[SLOTS];
     for (uint j = 0u; j < SLOTS; ++j) {
         s[j] = lane_max_and_flags(j, j + 1u);
-        group_max_or(s[j].m, s[j].f);
+        slot_row_max_or(s[j].m, s[j].f);
     }
     for (uint j = 0u; j < SLOTS; ++j) {
         float d = 0.0;
@@ -212,7 +213,7 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
             d += e;
             if (!LOG) slots[j][c] = e;
         }
-        s[j].d = group_add(d);
+        s[j].d = slot_row_add(d);
     }
     for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j) {
         bool bad = (s[j].f & F_POISON) != 0u || (s[j].f & F_FINITE) == 0u;
@@ -240,10 +241,23 @@ void main() MAIN_ATTRIBUTES {
     // KIND_ROWS_PER_SLOT needs rows within a slot of the real subgroup; with
     // a smaller one than planned (a driver that cannot pin the size) it takes
     // the tile-by-tile form of KIND_ROW_IN_REGISTERS.
+#ifdef USE_SHUFFLE
+    // Each cluster of ROW_LANES lanes takes SLOTS consecutive rows of the
+    // subgroup's lanes / ROW_LANES x SLOTS; the loop stays uniform over the
+    // subgroup (a cluster past the last row re-reads it and stores nothing).
+    if (KIND == KIND_ROWS_PER_SLOT && ROW_LANES <= lanes && pc.axis <= 4u * ROW_LANES) {
+        uint clusters = lanes / ROW_LANES;
+        uint cluster_first = (lane / ROW_LANES) * SLOTS;
+        for (uint r0 = first * SLOTS * clusters; r0 < pc.rows; r0 += step * SLOTS * clusters)
+            rows_per_slot(r0 + cluster_first, ROW_LANES, lane % ROW_LANES);
+        return;
+    }
+#else
     if (KIND == KIND_ROWS_PER_SLOT && pc.axis <= 4u * lanes) {
         for (uint r0 = first * SLOTS; r0 < pc.rows; r0 += step * SLOTS) rows_per_slot(r0, lanes, lane);
         return;
     }
+#endif
     if (KIND == KIND_ROW_IN_REGISTERS || KIND == KIND_ROW_IN_TILES || KIND == KIND_ROWS_PER_SLOT) {
         for (uint r = first; r < pc.rows; r += step) {
             uint base = row_base(r);

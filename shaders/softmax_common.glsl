@@ -8,11 +8,18 @@
 //   USE_SUBGROUP  reductions use subgroup arithmetic; without it a
 //                 shared-memory tree is used, for devices that lack
 //                 GL_KHR_shader_subgroup_arithmetic in compute.
+//   USE_SHUFFLE   (with USE_SUBGROUP) KIND_ROWS_PER_SLOT rows are held by
+//                 clusters of ROW_LANES lanes each, reduced by subgroup
+//                 shuffles: a module of its own, because it declares a
+//                 capability (GroupNonUniformShuffle) that devices may lack.
 
 #extension GL_EXT_shader_16bit_storage : enable
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#ifdef USE_SHUFFLE
+#extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -44,6 +51,12 @@ const uint KIND_ROW_IN_TILES = 3u;
 // A subgroup holds SLOTS rows of at most 4 x its size, one in each vec4
 // slot (SUBGROUP_ROWS).
 const uint KIND_ROWS_PER_SLOT = 4u;
+#ifdef USE_SHUFFLE
+// Lanes that hold one KIND_ROWS_PER_SLOT row: a power of two, below the
+// subgroup size, for rows of at most 4 x ROW_LANES elements (a row of 10
+// takes 4 lanes, so a subgroup of 32 holds 8 such rows in each slot).
+layout(constant_id = 7) const uint ROW_LANES = 1;
+#endif
 
 #ifdef STORAGE_F16
 #define ELEM float16_t
@@ -195,6 +208,31 @@ float group_add(float v) {
     for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r += red_f[i];
     return subgroupAdd(r);
 }
+#ifdef USE_SHUFFLE
+// The reductions of one row held by a cluster of ROW_LANES lanes
+// (KIND_ROWS_PER_SLOT): butterflies of subgroupShuffleXor, which leave the
+// cluster's result in each of its lanes, bit-identical (each step adds the
+// same two values in each lane of a pair, and addition commutes exactly).
+// Shuffles rather than clustered operations: more devices have them
+// (lavapipe among them), and NVIDIA compiles both to the same butterfly.
+float cluster_max(float v) {
+    for (uint o = ROW_LANES / 2u; o > 0u; o >>= 1u) v = max(v, subgroupShuffleXor(v, o));
+    return v;
+}
+uint cluster_or(uint v) {
+    for (uint o = ROW_LANES / 2u; o > 0u; o >>= 1u) v |= subgroupShuffleXor(v, o);
+    return v;
+}
+float cluster_add(float v) {
+    for (uint o = ROW_LANES / 2u; o > 0u; o >>= 1u) v += subgroupShuffleXor(v, o);
+    return v;
+}
+void slot_row_max_or(inout float m, inout uint f) {
+    m = cluster_max(m);
+    f = cluster_or(f);
+}
+#define slot_row_add cluster_add
+#endif
 uint group_size() { return SUBGROUP_ROWS ? gl_SubgroupSize : gl_WorkGroupSize.x; }
 uint group_lane() { return SUBGROUP_ROWS ? gl_SubgroupInvocationID : gl_LocalInvocationID.x; }
 uint groups_per_workgroup() { return SUBGROUP_ROWS ? gl_NumSubgroups : 1u; }
@@ -236,6 +274,11 @@ uint group_size() { return gl_WorkGroupSize.x; }
 uint group_lane() { return gl_LocalInvocationID.x; }
 uint groups_per_workgroup() { return 1u; }
 uint group_index() { return 0u; }
+#endif
+#ifndef USE_SHUFFLE
+// A KIND_ROWS_PER_SLOT row is held by the whole subgroup.
+#define slot_row_max_or group_max_or
+#define slot_row_add group_add
 #endif
 
 // ---- the online statistic (m, d, flags) ----

@@ -193,6 +193,22 @@ TEST_F(Gpu, LastSlotHeldByOneLane) {
     }
 }
 
+namespace {
+
+// Random logits for `p` (rows of `cols`), rows 1 to 4 made as
+// kNonFiniteRows says: the rows whose non-finite elements must stay theirs.
+const char* const kNonFiniteRows = "row 1 holds a NaN, row 2 a +inf, row 3 only -inf, row 4 one finite element";
+std::vector<float> rows_with_non_finite(const Problem& p, uint64_t cols) {
+    auto x = random_logits(p.shape.elements(), fresh_seed());
+    x[1 * cols + cols / 2] = kNaN;                                // row 1: a NaN
+    x[2 * cols + cols - 1] = kInf;                                // row 2: +inf, last
+    for (uint64_t i = 0; i < cols; ++i) x[3 * cols + i] = -kInf;  // row 3: no finite element
+    for (uint64_t i = 1; i < cols; ++i) x[4 * cols + i] = -kInf;  // row 4: one finite element
+    return x;
+}
+
+}  // namespace
+
 // Short rows held one per slot (ShaderKind::rows_per_slot), several to a subgroup, their
 // reductions interleaved: a row's NaN, +inf or lack of finite elements must
 // not reach the rows beside it, and the slots past the last row (the grid's
@@ -214,17 +230,47 @@ TEST_F(Gpu, SlotRows) {
                     const Plan plan = make_plan(ctx(), p, o);
                     ASSERT_EQ(plan.key[0].kind, ShaderKind::rows_per_slot) << describe(p, o) << ": not one row per slot";
                     ASSERT_EQ(plan.key[0].vec, 4u) << describe(p, o) << ": a slot row is one 4-wide access per lane";
-                    auto x = random_logits(p.shape.elements(), fresh_seed());
-                    x[1 * cols + cols / 2] = kNaN;                                // row 1: a NaN
-                    x[2 * cols + cols - 1] = kInf;                                // row 2: +inf, last
-                    for (uint64_t i = 0; i < cols; ++i) x[3 * cols + i] = -kInf;  // row 3: no finite element
-                    for (uint64_t i = 1; i < cols; ++i) x[4 * cols + i] = -kInf;  // row 4: one finite element
-                    Outcome out = run_and_compare(p, x, o);
+                    Outcome out = run_and_compare(p, rows_with_non_finite(p, cols), o);
                     const Bound b = accuracy_bound(p.dtype, p.log);
                     EXPECT_TRUE(out.acc.within(b.rel, 0.0))
                         << describe(p, o) << " (" << p.shape.rows() << " rows, " << plan.rows_per_workgroup
-                        << " per workgroup; row 1 holds a NaN, row 2 a +inf, row 3 only -inf, row 4 one finite "
-                        << "element): " << out.acc.describe();
+                        << " per workgroup; " << kNonFiniteRows << "): " << out.acc.describe();
+                }
+}
+
+// Rows of at most half a subgroup's 4 x size, each held by a cluster of a
+// few lanes (row_lanes: the fewest that hold 4 elements each) reduced by
+// shuffles, several clusters to a subgroup and a row in each slot: every
+// length from 1 to 2 x the subgroup size, scalar and 4-wide, must match the
+// reference; a row's NaN, +inf or lack of finite elements must not reach
+// the rows of the clusters beside it; the clusters past the last row must
+// store nothing (the output is poisoned before each run). On a CPU driver
+// each length runs one of its (slots, dtype, log) combinations, by rotation.
+TEST_F(Gpu, RowsOfFewLanes) {
+    const DeviceInfo& d = ctx().info();
+    if (!d.subgroup_shuffle()) GTEST_SKIP() << "no subgroup shuffles on " << d.name;
+    const uint64_t lanes = d.subgroup_size;
+    const uint32_t kSlots[] = {1, 2, 3};
+    for (uint64_t cols = 1; cols <= 2 * lanes; ++cols)
+        for (uint32_t slot_index = 0; slot_index < 3; ++slot_index)
+            for (Dtype dt : {Dtype::f32, Dtype::f16})
+                for (bool log : {false, true}) {
+                    const uint32_t choice = (slot_index * 2 + (dt == Dtype::f16 ? 1 : 0)) * 2 + (log ? 1 : 0);
+                    if (!sweep_runs(static_cast<uint32_t>(cols), choice, 12)) continue;
+                    const PlanOptions o = forced(Path::subgroup_row, kSlots[slot_index]);
+                    const uint32_t per_wg = make_plan(ctx(), rows_of(1, cols, dt, log), o).rows_per_workgroup;
+                    const Problem p = rows_of(2ull * per_wg + kSlots[slot_index] + 1, cols, dt, log);
+                    const Plan plan = make_plan(ctx(), p, o);
+                    ASSERT_EQ(plan.key[0].kind, ShaderKind::rows_per_slot) << describe(p, o) << ": not one row per slot";
+                    ASSERT_GT(plan.key[0].row_lanes, 0u) << describe(p, o) << ": rows of " << cols << " take the whole subgroup";
+                    ASSERT_LE(4 * plan.key[0].row_lanes, std::max<uint64_t>(4, 2 * cols + 2))
+                        << describe(p, o) << ": more lanes than a row of " << cols << " needs";
+                    Outcome out = run_and_compare(p, rows_with_non_finite(p, cols), o);
+                    const Bound b = accuracy_bound(p.dtype, p.log);
+                    EXPECT_TRUE(out.acc.within(b.rel, 0.0))
+                        << describe(p, o) << " (" << p.shape.rows() << " rows of " << cols << ", "
+                        << plan.key[0].row_lanes << " lanes each, " << plan.rows_per_workgroup
+                        << " per workgroup; " << kNonFiniteRows << "): " << out.acc.describe();
                 }
 }
 

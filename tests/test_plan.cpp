@@ -20,7 +20,7 @@ DeviceInfo h200() {
     d.subgroup_size_control = d.compute_full_subgroups = true;
     d.max_workgroup_subgroups = 32;
     d.subgroup_in_compute = true;
-    d.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    d.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
     d.storage_16bit = true;
     d.max_storage_buffer_range = 0xffffffffull;
     d.max_workgroup_count[0] = d.max_workgroup_count[1] = d.max_workgroup_count[2] = 0x7fffffff;
@@ -64,7 +64,10 @@ TEST(Plan, PathByRowLength) {
                  Error);
 }
 
-// 16384 x 10: rows not a multiple of 4 take scalar accesses, one row per
+// 16384 x 10: rows of at most half a subgroup's 4 x 32 are held by the
+// fewest lanes that hold 4 elements each (a row of 10: 4 lanes, 8 rows to
+// a subgroup, one per cluster, scalar where the length is not a multiple
+// of 4, in workgroups of 256); without shuffles a row takes a whole subgroup, one row per
 // subgroup, 8 subgroups of 32 in a workgroup of 256. Rows of 4 x the
 // subgroup size that are a multiple of 4 are held two to a subgroup, one
 // per slot.
@@ -72,13 +75,39 @@ TEST(Plan, ShortRows) {
     const DeviceInfo d = h200();
     const Plan tiny = plan_geometry(d, rows_of(16384, 10));
     EXPECT_EQ(tiny.path, Path::subgroup_row);
-    EXPECT_EQ(tiny.key[0].kind, ShaderKind::row_in_registers);
+    EXPECT_EQ(tiny.key[0].kind, ShaderKind::rows_per_slot);
+    EXPECT_EQ(tiny.key[0].row_lanes, 4u) << "lanes per row of 10";
     EXPECT_EQ(tiny.key[0].vec, 1u);
-    EXPECT_EQ(tiny.key[0].slots, 1u);
+    EXPECT_EQ(tiny.key[0].slots, 1u) << "scalar rows: one per cluster of lanes";
     EXPECT_EQ(tiny.key[0].workgroup_size, 256u);
     EXPECT_EQ(tiny.key[0].required_subgroup_size, 32u) << "the planned subgroup size is pinned where it can be";
-    EXPECT_EQ(tiny.rows_per_workgroup, 8u);
-    EXPECT_EQ(tiny.groups, 16384u / 8);
+    EXPECT_EQ(tiny.rows_per_workgroup, 8u * 8u) << "8 subgroups x 8 clusters";
+    EXPECT_EQ(tiny.groups, 16384u / 64u);
+    const Plan vec4_rows = plan_geometry(d, rows_of(65536, 32));
+    EXPECT_EQ(vec4_rows.key[0].row_lanes, 8u);
+    EXPECT_EQ(vec4_rows.key[0].slots, 2u) << "4-wide rows: two per cluster of lanes";
+    EXPECT_EQ(vec4_rows.key[0].workgroup_size, 128u);
+    EXPECT_EQ(vec4_rows.rows_per_workgroup, 4u * 4u * 2u) << "4 subgroups x 4 clusters x 2 slots";
+    struct Lanes {
+        uint64_t cols;
+        uint32_t row_lanes, vec;
+    };
+    for (const Lanes& w : {Lanes{1, 1, 1}, Lanes{2, 1, 1}, Lanes{4, 1, 4}, Lanes{5, 2, 1}, Lanes{32, 8, 4},
+                           Lanes{33, 16, 1}, Lanes{64, 16, 4}, Lanes{65, 0, 1}, Lanes{128, 0, 4}}) {
+        const Plan plan = plan_geometry(d, rows_of(4096, w.cols));
+        EXPECT_EQ(plan.key[0].row_lanes, w.row_lanes) << "rows of " << w.cols << ": lanes per row";
+        EXPECT_EQ(plan.key[0].vec, w.vec) << "rows of " << w.cols << ": elements per access";
+    }
+
+    DeviceInfo no_shuffle = h200();
+    no_shuffle.subgroup_ops &= ~VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+    const Plan whole = plan_geometry(no_shuffle, rows_of(16384, 10));
+    EXPECT_EQ(whole.key[0].kind, ShaderKind::row_in_registers) << "no shuffles: a subgroup per row";
+    EXPECT_EQ(whole.key[0].row_lanes, 0u);
+    EXPECT_EQ(whole.key[0].slots, 1u);
+    EXPECT_EQ(whole.key[0].workgroup_size, 256u);
+    EXPECT_EQ(whole.rows_per_workgroup, 8u);
+    EXPECT_EQ(whole.groups, 16384u / 8);
 
     const Plan slots = plan_geometry(d, rows_of(65536, 128));
     EXPECT_EQ(slots.key[0].kind, ShaderKind::rows_per_slot);

@@ -216,6 +216,10 @@ bool DeviceInfo::subgroup_arithmetic() const {
            (subgroup_ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
 }
 
+bool DeviceInfo::subgroup_shuffle() const {
+    return subgroup_arithmetic() && (subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+}
+
 std::string DeviceInfo::type_name() const {
     switch (type) {
         case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";

@@ -25,7 +25,7 @@ std::string PipelineKey::id() const {
     return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
            "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (log ? "/log" : "") +
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/" + kind_name(kind) +
-           "/req" + std::to_string(required_subgroup_size);
+           (row_lanes ? "/lanes" + std::to_string(row_lanes) : "") + "/req" + std::to_string(required_subgroup_size);
 }
 
 Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
@@ -76,7 +76,7 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
     const SpirvReduction reduction = !key_.subgroup ? SpirvReduction::shared
                                      : ctx.info().subgroup_uniform_control_flow ? SpirvReduction::subgroup_uniform_control_flow
                                                                                 : SpirvReduction::subgroup;
-    SpirvBlob blob = key_.copy ? copy_spirv() : softmax_spirv(key_.dtype, reduction);
+    SpirvBlob blob = key_.copy ? copy_spirv() : softmax_spirv(key_.dtype, reduction, key_.row_lanes != 0);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = blob.count * sizeof(uint32_t);
     mi.pCode = blob.words;
@@ -91,15 +91,16 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
 void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
-    // constant_id 0..6 of softmax_common.glsl; booleans are 32-bit.
-    const std::array<uint32_t, 7> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
+    // constant_id 0..7 of softmax_common.glsl; booleans are 32-bit.
+    const std::array<uint32_t, 8> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                             key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
-                                            static_cast<uint32_t>(key_.kind)};
-    std::array<VkSpecializationMapEntry, 7> entries{};
+                                            static_cast<uint32_t>(key_.kind), key_.row_lanes};
+    std::array<VkSpecializationMapEntry, 8> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
-    // copy.comp declares only constant_id 0.
-    VkSpecializationInfo spec{key_.copy ? 1u : static_cast<uint32_t>(entries.size()), entries.data(),
-                              key_.copy ? 4u : sizeof(values), values.data()};
+    // copy.comp declares only constant_id 0; ROW_LANES (7) is declared by
+    // the shuffle modules alone.
+    const uint32_t count = key_.copy ? 1u : key_.row_lanes ? 8u : 7u;
+    VkSpecializationInfo spec{count, entries.data(), count * 4u, values.data()};
 
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
         VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};

@@ -45,6 +45,7 @@ void check_fits(const DeviceInfo& d, uint64_t n, uint64_t bytes) {
 // What the planners may use of the device for this problem.
 struct Limits {
     bool subgroup_reduction = false;
+    bool shuffle = false;                 // subgroup shuffles too
     uint32_t required_subgroup_size = 0;  // asked for by the options; 0: none
     uint32_t subgroup_size = 1;           // the size the geometry is planned for
     uint32_t max_workgroup = 1, min_workgroup = 1;
@@ -72,6 +73,7 @@ uint32_t workgroup_cap(const DeviceInfo& d, uint32_t max_workgroup, uint32_t sub
 Limits device_limits(const DeviceInfo& d, const PlanOptions& options) {
     Limits l;
     l.subgroup_reduction = use_subgroup_reduction(d, options.reduction);
+    l.shuffle = l.subgroup_reduction && d.subgroup_shuffle();
     const uint32_t required = options.subgroup_size;
     if (required != 0 && (!d.subgroup_size_control || required < d.min_subgroup_size || required > d.max_subgroup_size))
         throw Error(ErrorKind::unsupported, "subgroup size " + std::to_string(required) + " is not in the range " +
@@ -143,20 +145,36 @@ struct Geometry {
     uint32_t slots = 1;
     uint32_t required_subgroup_size = 0;
     bool subgroup_rows = false;
+    uint32_t row_lanes = 0;  // rows_per_slot: lanes per row; 0: the whole subgroup
     uint32_t rows_per_workgroup = 1;
     uint64_t items = 0;  // work items the dispatch's workgroups take
     uint32_t chunks = 1, chunk = 0;  // split path: chunks per row, elements per chunk
     uint64_t workspace_bytes = 0;
 };
 
-// Short 4-wide rows, one per slot (ShaderKind::rows_per_slot): slots count
-// rows, not slots of one row.
+// Lanes that hold one row of at most half a subgroup's 4 x size (a row of
+// 10: 4 lanes), reduced by subgroup shuffles; 0 where the whole subgroup
+// holds a row (longer rows, or a device without shuffles).
+uint32_t row_lanes_for(const Problem& problem, Path path, const Limits& l) {
+    const uint64_t axis = problem.shape.axis;
+    if (path != Path::subgroup_row || !l.shuffle || axis > 2ull * l.subgroup_size) return 0;
+    uint32_t lanes = 1;
+    while (4ull * lanes < axis) lanes *= 2;
+    return lanes;
+}
+
+// Short rows, one per slot (ShaderKind::rows_per_slot): slots count rows,
+// not slots of one row. Rows of half a subgroup or less, held by a few
+// lanes each (row_lanes), may be scalar; longer ones held by the whole
+// subgroup must be 4-wide.
 bool holds_rows_per_slot(const Problem& problem, Path path, const Limits& l) {
+    if (row_lanes_for(problem, path, l)) return true;
     return path == Path::subgroup_row && problem.shape.axis <= 4ull * l.subgroup_size && access_width(problem, 1) == 4;
 }
 
 uint32_t rows_per_workgroup(const Geometry& g, const Limits& l, bool slot_rows) {
-    return std::max(1u, g.workgroup_size / l.subgroup_size) * (slot_rows ? g.slots : 1u);
+    const uint32_t rows_per_subgroup = g.row_lanes ? std::max(1u, l.subgroup_size / g.row_lanes) : 1u;
+    return std::max(1u, g.workgroup_size / l.subgroup_size) * (slot_rows ? g.slots * rows_per_subgroup : 1u);
 }
 
 // A subgroup owns a row, or holds several short ones (one per slot).
@@ -172,7 +190,13 @@ Geometry plan_subgroup_rows(const DeviceInfo& d, const Problem& problem, const L
         cap = workgroup_cap(d, l.max_workgroup, sg);
     }
     g.subgroup_rows = true;
-    g.slots = slot_rows ? kSlotRows : slots_for(problem, div_up(problem.shape.axis, 4ull * sg), kSubgroupRowSlots);
+    g.row_lanes = row_lanes_for(problem, Path::subgroup_row, l);
+    if (g.row_lanes && access_width(problem, 1) == 1)
+        g.slots = 1;  // scalar rows of a few lanes: one per cluster (kSlotRows)
+    else if (slot_rows)
+        g.slots = kSlotRows;
+    else
+        g.slots = slots_for(problem, div_up(problem.shape.axis, 4ull * sg), kSubgroupRowSlots);
     g.workgroup_size = std::min(cap, std::max(sg, g.slots == 1 ? kRowsWorkgroupShort : kRowsWorkgroup));
     g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
     g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
@@ -290,10 +314,12 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     key.accurate = problem.precision == Precision::accurate;
     key.required_subgroup_size = g.required_subgroup_size;
     key.subgroup_rows = g.subgroup_rows;
+    key.row_lanes = g.row_lanes;
     key.workgroup_size = g.workgroup_size;
     key.slots = g.slots;
-    // A slot row is one slot wide: 4-wide, never a 16-byte pair.
-    key.vec = slot_rows ? 4u : access_width(problem, g.slots);
+    // A slot row is one slot wide: 4-wide (or scalar, for rows of a few
+    // lanes), never a 16-byte pair.
+    key.vec = slot_rows ? access_width(problem, 1) : access_width(problem, g.slots);
     // A row path whose tile (possible through overrides) is shorter than the
     // row gets the variant made only of the tile-by-tile loops: on NVIDIA
     // 580.159.04 the variant holding both forms gave NaN rows for some slot

@@ -18,8 +18,9 @@ enum class SpirvReduction {
     subgroup,                       // subgroup arithmetic
     subgroup_uniform_control_flow,  // the same, with SubgroupUniformControlFlowKHR
 };
-// One module per storage type and reduction kind.
-SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction);
+// One module per storage type and reduction kind; the subgroup ones also
+// with shuffles (KIND_ROWS_PER_SLOT rows of ROW_LANES lanes).
+SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle);
 // copy.comp: the benchmark's bandwidth ceiling.
 SpirvBlob copy_spirv();
 

@@ -34,6 +34,11 @@ constexpr uint32_t kRowsWorkgroup = 128;
 // slot, so that their loads are in flight together (PyTorch's warp softmax
 // holds two such rows per warp too). Scalar rows (4 loads per slot) stay one
 // per subgroup: f16 20480x77 took 7.16 us with two, 6.91 with one.
+// Rows of half a subgroup or less, held by a few lanes each: two per
+// cluster when 4-wide (65536x32, 8 lanes a row: 128 x 2 5.06 us f32, 4.85
+// f16; 256 x 1 5.40, 5.04), one when scalar (32768x2: 128 x 2 3.01 us,
+// 256 x 1 2.81; 16384x10: 3.42 and 3.02), so that a scalar row's loads are
+// spread over more workgroups instead.
 constexpr uint32_t kSlotRows = 2;
 // The split path: chunks of rows spread over workgroups, two dispatches.
 constexpr uint32_t kSplitWorkgroup = 256;

@@ -27,6 +27,7 @@ struct DeviceInfo {
     VkSubgroupFeatureFlags subgroup_ops = 0;
     bool subgroup_in_compute = false;
     bool subgroup_arithmetic() const;  // basic + arithmetic in compute
+    bool subgroup_shuffle() const;     // and shuffles
     // shaderSubgroupUniformControlFlow: a subgroup that diverged is whole
     // again where the control flow merges, before the next reduction. The
     // shaders rely on it where offered (the core spec does not promise it).

@@ -40,6 +40,10 @@ struct PipelineKey {
     bool accurate = false;
     ShaderKind kind = ShaderKind::row_in_registers;
     uint32_t required_subgroup_size = 0;  // 0: the driver's choice
+    // rows_per_slot: lanes holding one row (a power of two below the
+    // subgroup size, reduced by subgroup shuffles, a module of their own);
+    // 0: the whole subgroup holds each row.
+    uint32_t row_lanes = 0;
 
     std::string id() const;
 };
