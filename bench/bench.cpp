@@ -236,6 +236,52 @@ void check_one_call(Context& ctx, const Plan& plan, const Logits& logits, const 
     row.verified = acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0);
 }
 
+// o.batch copies of the plan's problem, each in its own slice of one input,
+// output and workspace buffer (the same logits in every input slice): one
+// batch is checked against the reference slice by slice, then timed as one
+// record_batch() per call and as o.batch record() calls with a barrier
+// after each.
+void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const Options& o, Row& row) {
+    const uint64_t align = std::max<uint64_t>(ctx.info().min_storage_buffer_offset_alignment, 16);
+    const uint64_t stride = (plan.tensor_bytes + align - 1) / align * align;
+    const uint64_t ws_stride = (plan.workspace_bytes + align - 1) / align * align;
+    Buffers slices(ctx, o.batch * stride, o.batch * ws_stride);
+    std::vector<uint8_t> inputs(o.batch * stride);
+    std::vector<BatchItem> items(o.batch);
+    for (uint32_t k = 0; k < o.batch; ++k) {
+        std::copy(logits.bytes.begin(), logits.bytes.end(), inputs.begin() + k * stride);
+        items[k].plan = &plan;
+        items[k].in = {slices.in->buffer(), k * stride, plan.tensor_bytes};
+        items[k].out = {slices.out->buffer(), k * stride, plan.tensor_bytes};
+        if (plan.workspace_bytes) items[k].workspace = {slices.workspace->buffer(), k * ws_stride, plan.workspace_bytes};
+    }
+    upload(ctx, *slices.in, inputs.data(), inputs.size());
+    ctx.submit_and_wait([&](VkCommandBuffer cb) {
+        ctx.vk().vkCmdFillBuffer(cb, slices.out->buffer(), 0, inputs.size(), 0x7fc00000u);
+        VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_SHADER_WRITE_BIT};
+        ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b,
+                                      0, nullptr, 0, nullptr);
+        record_batch(ctx, items.data(), items.size(), cb);
+    });
+    std::vector<uint8_t> outputs(inputs.size());
+    download(ctx, *slices.out, outputs.data(), outputs.size());
+    const Problem& p = plan.problem;
+    std::vector<double> ref(p.shape.elements());
+    cpu::softmax(p, logits.values.data(), ref.data());
+    for (uint32_t k = 0; k < o.batch; ++k) {
+        const Accuracy acc = compare(p, to_double(outputs.data() + k * stride, p.shape.elements(), p.dtype), ref);
+        row.batch_verified = row.batch_verified && acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0);
+    }
+    const uint64_t bytes = o.batch * row.bytes;
+    row.batch = time_calls(ctx, o, bytes, [&](VkCommandBuffer cb) { record_batch(ctx, items.data(), items.size(), cb); });
+    row.singles = time_calls(ctx, o, bytes, [&](VkCommandBuffer cb) {
+        for (uint32_t k = 0; k < o.batch; ++k) {
+            if (k) compute_to_compute(ctx, cb);
+            record(ctx, plan, cb, items[k].in, items[k].out, items[k].workspace);
+        }
+    });
+}
+
 }  // namespace
 
 Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffers) {
@@ -261,6 +307,7 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
         row.pass1_us = time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) { record(ctx, first, cb, in, out, workspace); })
                            .median_us;
     }
+    if (o.batch) measure_batch(ctx, plan, logits, o, row);
     return row;
 }
 

@@ -50,6 +50,10 @@ struct Options {
     // most fp16 outputs of long rows are then 0 or subnormal.
     float sigma = 4.f;
     PlanOptions plan;       // overrides for tuning
+    // Also time `batch` copies of each case (its own slices of the buffers):
+    // as one record_batch() per call, and as that many record() calls with
+    // a barrier after each, the way a host without batches records them.
+    uint32_t batch = 0;
 };
 
 // Device buffers every case of a run uses (each case takes the front of
@@ -81,6 +85,8 @@ struct Row {
     uint32_t row_lanes = 0;  // lanes per row where a few lanes hold each (rows per slot); 0: all
     double pass1_us = 0;  // split path: median of pass 1 alone
     Timing ceiling;       // copy of the case's tensor bytes, timed the same way
+    Timing batch, singles;        // Options::batch problems: one batch; records with barriers
+    bool batch_verified = true;   // every problem of one batch against the reference
     std::vector<std::string> stats;  // driver statistics of each pass, where captured
 };
 

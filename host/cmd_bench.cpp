@@ -25,7 +25,7 @@ namespace {
 struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false;
-    uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0;
+    uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0;
     double warmup_ms = 1000;
     float sigma = 4.f;
 };
@@ -116,6 +116,7 @@ bench::Options bench_options(const BenchArgs& a) {
     o.sigma = a.sigma;
     o.plan.workgroup_size = a.wg;
     o.plan.slots = a.slots;
+    o.batch = a.batch;
     o.plan.chunk_elements = a.chunk;
     if (a.path == "subgroup-row") o.plan.path = Path::subgroup_row;
     else if (a.path == "workgroup-row") o.plan.path = Path::workgroup_row;
@@ -203,6 +204,12 @@ bool print_table(const Context& ctx, const bench::Options& o, const Measured& m)
                    r.t.gbps, r.ceiling.gbps, 100.0 * ceiling_fraction(r), r.max_rel_error,
                    r.pass1_us > 0 ? fmt::format("{:.2f}", r.pass1_us) : "", r.verified ? "" : "  WRONG RESULT");
         for (const std::string& st : r.stats) fmt::print("    {}\n", st);
+        if (r.batch.median_us > 0) {
+            all_ok = all_ok && r.batch_verified;
+            fmt::print("    {} problems: one batch {:.2f} us ({:.2f} per problem); {} records with a barrier each {:.2f} us{}\n",
+                       o.batch, r.batch.median_us, r.batch.median_us / o.batch, o.batch, r.singles.median_us,
+                       r.batch_verified ? "" : "  WRONG RESULT IN THE BATCH");
+        }
     }
     return all_ok;
 }
@@ -232,7 +239,10 @@ nlohmann::json row_json(const bench::Row& r, const Measured& m) {
             {"copy_gbps", r.ceiling.gbps},
             {"ceiling_fraction", ceiling_fraction(r)},
             {"max_rel_error", r.max_rel_error},
-            {"verified", r.verified}};
+            {"verified", r.verified},
+            {"batch_us", r.batch.median_us},
+            {"batch_singles_us", r.singles.median_us},
+            {"batch_verified", r.batch_verified}};
 }
 
 void write_json(const std::string& path, const DeviceInfo& d, const bench::Options& o, const Measured& m) {
@@ -297,6 +307,8 @@ Command add_bench(CLI::App& app) {
     sub->add_flag("--stats", a->stats, "Print the driver's pipeline statistics (registers, spills), where offered");
     sub->add_option("--wg", a->wg, "Tuning: force the workgroup size (power of two)");
     sub->add_option("--slots", a->slots, "Tuning: force the vec4 slots per invocation (rows per subgroup for rows held one per slot)");
+    sub->add_option("--batch", a->batch,
+                    "Also time N copies of each case: as one batch (vksm_record_batch), and as N records with a barrier each");
     sub->add_option("--chunk", a->chunk, "Tuning: split path elements per chunk (rounded up to a tile)");
     sub->add_flag("--fresh-buffers", a->fresh_buffers,
                   "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");

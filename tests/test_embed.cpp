@@ -468,6 +468,81 @@ TEST_F(Embed, MisuseIsRefused) {
     EXPECT_STREQ(vksm_context_last_error(nullptr), "no context");
 }
 
+// Four independent problems recorded as one batch into one host buffer
+// (a short-row plan, a split log-softmax, tiny rows, and a plan sharing the
+// first one's input), with the host's barriers before and after only,
+// each checked against the reference. A batch whose outputs overlap is
+// refused, saying which problems and where.
+TEST_F(Embed, BatchRecordsIndependentProblems) {
+    vksm_context ctx = nullptr;
+    const vksm_context_desc host_desc = desc();
+    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
+    const uint32_t rows[4] = {37, 3, 640, 37}, cols[4] = {1000, 70001, 10, 1000};
+    const int logs[4] = {0, 1, 0, 1};
+    vksm_plan plans[4];
+    VkDeviceSize in_off[4], out_off[4], bytes[4], end = align_;
+    auto place = [&](VkDeviceSize size) {
+        const VkDeviceSize at = end;
+        end += (size + align_ - 1) / align_ * align_ + align_;
+        return at;
+    };
+    for (int i = 0; i < 4; ++i) {
+        vksm_problem p{rows[i], cols[i], 1, VKSM_F32, logs[i], 1.0, VKSM_PRECISION_FAST};
+        ASSERT_EQ(vksm_plan_create(ctx, &p, &plans[i]), VKSM_SUCCESS) << vksm_context_last_error(ctx);
+        bytes[i] = vksm_plan_tensor_bytes(plans[i]);
+        in_off[i] = i == 3 ? in_off[0] : place(bytes[i]);  // problem 3 reads problem 0's input
+        out_off[i] = place(bytes[i]);
+    }
+    ASSERT_EQ(vksm_plan_passes(plans[1]), 2u) << "problem 1 is meant to be split";
+    VkDeviceSize ws_size = 0, ws_align = 0;
+    vksm_plan_workspace(plans[1], &ws_size, &ws_align);
+    void *map = nullptr, *ws_map = nullptr;
+    VkBuffer buf = buffer(end, &map);
+    VkBuffer ws = buffer(ws_size, &ws_map);
+    std::mt19937 rng(std::random_device{}());
+    std::normal_distribution<float> logits(0.f, 4.f);
+    for (int i = 0; i < 3; ++i) {
+        float* x = reinterpret_cast<float*>(static_cast<char*>(map) + in_off[i]);
+        for (uint64_t k = 0; k < bytes[i] / 4; ++k) x[k] = logits(rng);
+    }
+    vksm_batch_item items[4];
+    for (int i = 0; i < 4; ++i)
+        items[i] = {plans[i], {buf, in_off[i], bytes[i]}, {buf, out_off[i], bytes[i]}, {ws, 0, i == 1 ? ws_size : 0}};
+
+    vksm_batch_item overlapping[2] = {items[0], items[2]};
+    overlapping[1].output.offset = out_off[0] + align_;  // inside problem 0's output
+    VkCommandBuffer cb = command_buffer();
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(cb, &bi);
+    EXPECT_EQ(vksm_record_batch(overlapping, 2, cb, VK_NULL_HANDLE, 0), VKSM_ERROR_INVALID_ARGUMENT)
+        << "outputs overlapping within one buffer were accepted";
+    EXPECT_NE(std::strstr(vksm_context_last_error(ctx), "batch problems 0 and 1 overlap"), nullptr)
+        << "the refusal does not say which problems overlap: " << vksm_context_last_error(ctx);
+
+    VkMemoryBarrier host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_HOST_WRITE_BIT,
+                         VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &host, 0, nullptr, 0,
+                         nullptr);
+    ASSERT_EQ(vksm_record_batch(items, 4, cb, VK_NULL_HANDLE, 0), VKSM_SUCCESS) << vksm_context_last_error(ctx);
+    VkMemoryBarrier done{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &done, 0, nullptr, 0,
+                         nullptr);
+    vkEndCommandBuffer(cb);
+    submit({cb});
+
+    for (int i = 0; i < 4; ++i) {
+        const float* x = reinterpret_cast<const float*>(static_cast<const char*>(map) + in_off[i]);
+        const float* y = reinterpret_cast<const float*>(static_cast<const char*>(map) + out_off[i]);
+        const auto ref = reference(x, rows[i], cols[i], logs[i] != 0);
+        for (size_t k = 0; k < ref.size(); ++k)
+            ASSERT_LE(std::fabs(y[k] - ref[k]), 1e-5 * std::max(std::fabs(ref[k]), logs[i] ? 1.0 : 1e-30))
+                << "batch problem " << i << " (" << rows[i] << "x" << cols[i] << (logs[i] ? ", log" : "")
+                << ") element " << k << ": got " << y[k] << ", want " << ref[k];
+    }
+    for (vksm_plan plan : plans) vksm_plan_destroy(plan);
+    vksm_context_destroy(ctx);
+}
+
 TEST_F(Embed, TimestampsIntoTheHostsQueryPool) {
     vksm_context ctx = nullptr;
     const vksm_context_desc host_desc = desc();

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
@@ -166,6 +167,26 @@ vksm_result vksm_record(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buf
         vksoftmax::record(*plan->owner->ctx, plan->plan, command_buffer, {input.buffer, input.offset, input.range},
                           {output.buffer, output.offset, output.range},
                           {workspace.buffer, workspace.offset, workspace.range}, {timestamps, first_query});
+    });
+}
+
+vksm_result vksm_record_batch(const vksm_batch_item* items, uint32_t count, VkCommandBuffer command_buffer,
+                              VkQueryPool timestamps, uint32_t first_query) {
+    if (!command_buffer || (count > 0 && !items)) return VKSM_ERROR_INVALID_ARGUMENT;
+    if (count == 0) return VKSM_SUCCESS;
+    for (uint32_t i = 0; i < count; ++i)
+        if (!items[i].plan || items[i].plan->owner != items[0].plan->owner) return VKSM_ERROR_INVALID_ARGUMENT;
+    vksm_context owner = items[0].plan->owner;
+    return guarded(owner, [&] {
+        std::vector<vksoftmax::BatchItem> batch(count);
+        for (uint32_t i = 0; i < count; ++i) {
+            const vksm_batch_item& it = items[i];
+            batch[i] = {&it.plan->plan,
+                        {it.input.buffer, it.input.offset, it.input.range},
+                        {it.output.buffer, it.output.offset, it.output.range},
+                        {it.workspace.buffer, it.workspace.offset, it.workspace.range}};
+        }
+        vksoftmax::record_batch(*owner->ctx, batch.data(), batch.size(), command_buffer, {timestamps, first_query});
     });
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "recording.hpp"
 #include "tuning.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
@@ -341,10 +342,8 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
     return plan;
 }
 
-void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
-            const BufferRange& workspace, const Timestamps& timestamps) {
-    if (plan.passes == 0) return;
-    const DeviceFunctions& vk = ctx.vk();
+Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
+                          const BufferRange& workspace) {
     if (plan.workspace_bytes > 0 && (workspace.buffer == VK_NULL_HANDLE || workspace.range < plan.workspace_bytes))
         throw Error(ErrorKind::invalid_argument, "the split path needs a workspace of " +
                                                      std::to_string(plan.workspace_bytes) + " bytes");
@@ -363,11 +362,28 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
     // An unused workspace binding still needs a valid buffer: the input
     // stands in (the row path never touches binding 2).
     const bool has_ws = plan.workspace_bytes > 0;
-    VkDescriptorBufferInfo infos[3] = {{in.buffer, in.offset, plan.tensor_bytes},
-                                       {out.buffer, out.offset, plan.tensor_bytes},
-                                       {has_ws ? workspace.buffer : in.buffer, has_ws ? workspace.offset : in.offset,
-                                        has_ws ? plan.workspace_bytes : plan.tensor_bytes}};
+    return Bindings{{{in.buffer, in.offset, plan.tensor_bytes},
+                     {out.buffer, out.offset, plan.tensor_bytes},
+                     {has_ws ? workspace.buffer : in.buffer, has_ws ? workspace.offset : in.offset,
+                      has_ws ? plan.workspace_bytes : plan.tensor_bytes}}};
+}
 
+VkBufferMemoryBarrier partials_barrier(const Plan& plan, const BufferRange& workspace) {
+    VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+    b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+    b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.buffer = workspace.buffer;
+    b.offset = workspace.offset;
+    b.size = plan.workspace_bytes;
+    return b;
+}
+
+void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
+            const BufferRange& workspace, const Timestamps& timestamps) {
+    if (plan.passes == 0) return;
+    const DeviceFunctions& vk = ctx.vk();
+    const Bindings bindings = checked_bindings(ctx, plan, in, out, workspace);
     auto stamp = [&](uint32_t i) {
         if (timestamps.pool)
             vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps.pool, timestamps.first + i);
@@ -377,17 +393,11 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
     for (uint32_t p = 0; p < plan.passes; ++p) {
         if (p > 0) {
             // Pass 2 reads the partials pass 1 wrote.
-            VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
-            b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-            b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
-            b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-            b.buffer = workspace.buffer;
-            b.offset = workspace.offset;
-            b.size = plan.workspace_bytes;
+            const VkBufferMemoryBarrier b = partials_barrier(plan, workspace);
             vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
                                     0, nullptr, 1, &b, 0, nullptr);
         }
-        plan.pipeline[p]->dispatch(vk, cb, infos, plan.push, plan.groups);
+        plan.pipeline[p]->dispatch(vk, cb, bindings.infos, plan.push, plan.groups);
         stamp(p + 1);
     }
     ctx.end_label(cb);

@@ -4,6 +4,7 @@
 #pragma once
 #include <vulkan/vulkan.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -88,5 +89,24 @@ struct Timestamps {
 // one plan may be recorded from several threads into different buffers.
 void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
             const BufferRange& workspace, const Timestamps& timestamps = {});
+
+// One problem of a batch: its plan (made on the batch's context) and buffers.
+struct BatchItem {
+    const Plan* plan = nullptr;
+    BufferRange in, out, workspace;
+};
+
+// Records independent problems with no barrier between them: every
+// problem's first pass, then (where any plan is split) one barrier on all
+// their workspaces and every split plan's second pass. N small softmaxes
+// then cost one barrier (the host's, after) instead of N. The problems
+// must not alias: no problem's output or workspace may overlap another's
+// input, output or workspace (inputs may be shared). Overlaps within one
+// VkBuffer are refused (Error(invalid_argument)); buffers aliasing the
+// same memory cannot be seen and are the host's to avoid. The barrier
+// contract is record()'s, for all the problems at once. With a query pool,
+// writes 2 timestamps (before and after the batch).
+void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCommandBuffer cb,
+                  const Timestamps& timestamps = {});
 
 }  // namespace vksoftmax

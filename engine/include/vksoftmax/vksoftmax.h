@@ -123,6 +123,26 @@ uint32_t vksm_plan_passes(vksm_plan plan);
 vksm_result vksm_record(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer input, vksm_buffer output,
                         vksm_buffer workspace, VkQueryPool timestamps, uint32_t first_query);
 
+/* One problem of a batch. */
+typedef struct vksm_batch_item {
+    vksm_plan plan;
+    vksm_buffer input, output, workspace;
+} vksm_batch_item;
+
+/* Records `count` independent problems (plans of one context) with no
+ * barrier between them: every problem's first pass, then, where any plan
+ * is split, one barrier on all their workspaces and the second passes. N
+ * small softmaxes then need one barrier after them instead of one each.
+ * The problems must not alias: no problem's output or workspace may
+ * overlap another's input, output or workspace (inputs may be shared);
+ * overlaps within one VkBuffer are refused with
+ * VKSM_ERROR_INVALID_ARGUMENT, buffers bound to the same memory cannot be
+ * seen and are the host's to avoid. The barrier contract is vksm_record()'s,
+ * for all the problems at once. With a query pool, writes 2 timestamps at
+ * first_query (before and after the batch). */
+vksm_result vksm_record_batch(const vksm_batch_item* items, uint32_t count, VkCommandBuffer command_buffer,
+                              VkQueryPool timestamps, uint32_t first_query);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,97 @@
+// record_batch(): independent problems recorded with no barrier between them.
+#include <string>
+#include <vector>
+
+#include "recording.hpp"
+#include "vksoftmax/context.hpp"
+#include "vksoftmax/error.hpp"
+#include "vksoftmax/plan.hpp"
+
+namespace vksoftmax {
+namespace {
+
+// One byte range of a VkBuffer that a dispatch touches.
+struct Touched {
+    VkBuffer buffer;
+    VkDeviceSize begin, end;
+    bool written;
+    size_t item;
+    const char* what;
+};
+
+// A problem's checked bindings, with its index in the batch.
+struct Bound {
+    size_t item;
+    Bindings bindings;
+};
+
+std::vector<Touched> touched_ranges(const std::vector<Bound>& bound) {
+    static const char* const kWhat[3] = {"input", "output", "workspace"};
+    std::vector<Touched> ranges;
+    for (const Bound& p : bound)
+        for (uint32_t b = 0; b < 3; ++b) {
+            const VkDescriptorBufferInfo& info = p.bindings.infos[b];
+            // The input stands in for an unused workspace: nothing touches it there.
+            if (b == 2 && info.buffer == p.bindings.infos[0].buffer && info.offset == p.bindings.infos[0].offset)
+                continue;
+            ranges.push_back({info.buffer, info.offset, info.offset + info.range, b != 0, p.item, kWhat[b]});
+        }
+    return ranges;
+}
+
+// Error(invalid_argument) where one problem writes bytes another touches.
+void check_no_aliasing(const std::vector<Bound>& bound) {
+    const std::vector<Touched> ranges = touched_ranges(bound);
+    for (size_t a = 0; a < ranges.size(); ++a)
+        for (size_t b = a + 1; b < ranges.size(); ++b) {
+            const Touched& x = ranges[a];
+            const Touched& y = ranges[b];
+            if (x.item == y.item || x.buffer != y.buffer || !(x.written || y.written)) continue;
+            if (x.begin < y.end && y.begin < x.end)
+                throw Error(ErrorKind::invalid_argument,
+                            "batch problems " + std::to_string(x.item) + " and " + std::to_string(y.item) +
+                                " overlap: the " + x.what + " of one at bytes [" + std::to_string(x.begin) + ", " +
+                                std::to_string(x.end) + ") and the " + y.what + " of the other at [" +
+                                std::to_string(y.begin) + ", " + std::to_string(y.end) + ") of one buffer");
+        }
+}
+
+}  // namespace
+
+void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCommandBuffer cb,
+                  const Timestamps& timestamps) {
+    // Empty tensors record nothing, as in record().
+    std::vector<Bound> bound;
+    for (size_t i = 0; i < count; ++i) {
+        if (!items[i].plan) throw Error(ErrorKind::invalid_argument, "batch problem " + std::to_string(i) + " has no plan");
+        if (items[i].plan->passes > 0)
+            bound.push_back({i, checked_bindings(ctx, *items[i].plan, items[i].in, items[i].out, items[i].workspace)});
+    }
+    check_no_aliasing(bound);
+
+    const DeviceFunctions& vk = ctx.vk();
+    auto stamp = [&](uint32_t i) {
+        if (timestamps.pool)
+            vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps.pool, timestamps.first + i);
+    };
+    ctx.begin_label(cb, "vksoftmax batch of " + std::to_string(count));
+    stamp(0);
+    std::vector<VkBufferMemoryBarrier> partials;
+    for (const Bound& p : bound) {
+        const Plan& plan = *items[p.item].plan;
+        plan.pipeline[0]->dispatch(vk, cb, p.bindings.infos, plan.push, plan.groups);
+        if (plan.passes > 1) partials.push_back(partials_barrier(plan, items[p.item].workspace));
+    }
+    if (!partials.empty()) {
+        vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0,
+                                nullptr, static_cast<uint32_t>(partials.size()), partials.data(), 0, nullptr);
+        for (const Bound& p : bound) {
+            const Plan& plan = *items[p.item].plan;
+            if (plan.passes > 1) plan.pipeline[1]->dispatch(vk, cb, p.bindings.infos, plan.push, plan.groups);
+        }
+    }
+    stamp(1);
+    ctx.end_label(cb);
+}
+
+}  // namespace vksoftmax

@@ -1,0 +1,22 @@
+// What record() and record_batch() share: the checked descriptor ranges
+// of one problem, and the barrier between a split plan's passes.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include "vksoftmax/plan.hpp"
+
+namespace vksoftmax {
+
+struct Bindings {
+    VkDescriptorBufferInfo infos[3];  // input, output, workspace (the input where none is needed)
+};
+
+// The plan's three bindings, or Error(invalid_argument) for a missing
+// buffer, a range smaller than the plan needs or a misaligned offset.
+Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
+                          const BufferRange& workspace);
+
+// Split pass 2 reads the partials pass 1 wrote into the workspace.
+VkBufferMemoryBarrier partials_barrier(const Plan& plan, const BufferRange& workspace);
+
+}  // namespace vksoftmax
