@@ -212,26 +212,40 @@ Logits fresh_logits(const Case& c, uint64_t tensor_bytes, float sigma) {
     return l;
 }
 
-// One call into an output filled with NaN, checked against the CPU
-// reference: a timing of wrong results is no timing.
-void check_one_call(Context& ctx, const Plan& plan, const Logits& logits, const Buffer& out,
-                    const std::function<void(VkCommandBuffer)>& call, Row& row) {
-    const Problem& p = plan.problem;
+// `call` recorded after `bytes` of `out` are filled with NaN (the first
+// `bytes` rounded down to whole fill words), in one submission.
+void call_on_poisoned_output(Context& ctx, const Buffer& out, uint64_t bytes, Dtype dtype,
+                             const std::function<void(VkCommandBuffer)>& call) {
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
-        const uint32_t nan = p.dtype == Dtype::f32 ? 0x7fc00000u : 0x7e007e00u;
-        ctx.vk().vkCmdFillBuffer(cb, out.buffer(), 0, plan.tensor_bytes / 4 * 4, nan);
+        ctx.vk().vkCmdFillBuffer(cb, out.buffer(), 0, bytes / 4 * 4, nan_fill_word(dtype));
         VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                           VK_ACCESS_SHADER_WRITE_BIT};
         ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b,
                                       0, nullptr, 0, nullptr);
         call(cb);
     });
-    std::vector<uint8_t> host(plan.tensor_bytes);
-    download(ctx, out, host.data(), host.size());
-    const std::vector<double> got = to_double(host.data(), p.shape.elements(), p.dtype);
+}
+
+// The problem's output in storage bytes against the CPU reference `ref`.
+Accuracy against_reference(const Problem& p, const uint8_t* output, const std::vector<double>& ref) {
+    return compare(p, to_double(output, p.shape.elements(), p.dtype), ref);
+}
+
+std::vector<double> reference(const Problem& p, const Logits& logits) {
     std::vector<double> ref(p.shape.elements());
     cpu::softmax(p, logits.values.data(), ref.data());
-    const Accuracy acc = compare(p, got, ref);
+    return ref;
+}
+
+// One call into an output filled with NaN, checked against the CPU
+// reference: a timing of wrong results is no timing.
+void check_one_call(Context& ctx, const Plan& plan, const Logits& logits, const Buffer& out,
+                    const std::function<void(VkCommandBuffer)>& call, Row& row) {
+    const Problem& p = plan.problem;
+    call_on_poisoned_output(ctx, out, plan.tensor_bytes, p.dtype, call);
+    std::vector<uint8_t> host(plan.tensor_bytes);
+    download(ctx, out, host.data(), host.size());
+    const Accuracy acc = against_reference(p, host.data(), reference(p, logits));
     row.max_rel_error = acc.max_rel;
     row.verified = acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0);
 }
@@ -256,20 +270,14 @@ void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const O
         if (plan.workspace_bytes) items[k].workspace = {slices.workspace->buffer(), k * ws_stride, plan.workspace_bytes};
     }
     upload(ctx, *slices.in, inputs.data(), inputs.size());
-    ctx.submit_and_wait([&](VkCommandBuffer cb) {
-        ctx.vk().vkCmdFillBuffer(cb, slices.out->buffer(), 0, inputs.size(), 0x7fc00000u);
-        VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_SHADER_WRITE_BIT};
-        ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b,
-                                      0, nullptr, 0, nullptr);
-        record_batch(ctx, items.data(), items.size(), cb);
-    });
+    const Problem& p = plan.problem;
+    call_on_poisoned_output(ctx, *slices.out, inputs.size(), p.dtype,
+                            [&](VkCommandBuffer cb) { record_batch(ctx, items.data(), items.size(), cb); });
     std::vector<uint8_t> outputs(inputs.size());
     download(ctx, *slices.out, outputs.data(), outputs.size());
-    const Problem& p = plan.problem;
-    std::vector<double> ref(p.shape.elements());
-    cpu::softmax(p, logits.values.data(), ref.data());
+    const std::vector<double> ref = reference(p, logits);
     for (uint32_t k = 0; k < o.batch; ++k) {
-        const Accuracy acc = compare(p, to_double(outputs.data() + k * stride, p.shape.elements(), p.dtype), ref);
+        const Accuracy acc = against_reference(p, outputs.data() + k * stride, ref);
         row.batch_verified = row.batch_verified && acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0);
     }
     const uint64_t bytes = o.batch * row.bytes;

@@ -245,6 +245,9 @@ void main() MAIN_ATTRIBUTES {
     // Each cluster of ROW_LANES lanes takes SLOTS consecutive rows of the
     // subgroup's lanes / ROW_LANES x SLOTS; the loop stays uniform over the
     // subgroup (a cluster past the last row re-reads it and stores nothing).
+    // The whole-subgroup loop below is kept apart, not folded in as
+    // ROW_LANES = lanes, so that the modules without shuffles keep their
+    // code exactly (NVIDIA's compiler minds the shape of main: bench/NOTES.md, v7).
     if (KIND == KIND_ROWS_PER_SLOT && ROW_LANES <= lanes && pc.axis <= 4u * ROW_LANES) {
         uint clusters = lanes / ROW_LANES;
         uint cluster_first = (lane / ROW_LANES) * SLOTS;

@@ -214,7 +214,7 @@ float group_add(float v) {
 // cluster's result in each of its lanes, bit-identical (each step adds the
 // same two values in each lane of a pair, and addition commutes exactly).
 // Shuffles rather than clustered operations: more devices have them
-// (lavapipe among them), and NVIDIA compiles both to the same butterfly.
+// (lavapipe 22.3 has shuffles and no clustered operations).
 float cluster_max(float v) {
     for (uint o = ROW_LANES / 2u; o > 0u; o >>= 1u) v = max(v, subgroupShuffleXor(v, o));
     return v;

@@ -3,6 +3,18 @@
 # SubgroupUniformControlFlowKHR and exactly the *_shuffle modules the
 # GroupNonUniformShuffle capability (the engine picks each only on devices
 # that have the feature; declaring it elsewhere would be invalid there).
+
+# FATAL_ERROR unless the disassembly `dis` of `file` holds `text` exactly
+# when the file name matches `pattern`.
+function(expect_exactly_where file dis text pattern)
+  string(FIND "${dis}" "${text}" at)
+  if(file MATCHES "${pattern}" AND at EQUAL -1)
+    message(FATAL_ERROR "${file} lacks '${text}', which the modules named like ${pattern} carry")
+  elseif(NOT file MATCHES "${pattern}" AND NOT at EQUAL -1)
+    message(FATAL_ERROR "${file} holds '${text}' but is meant for devices without it (only ${pattern} may)")
+  endif()
+endfunction()
+
 foreach(f ${FILES})
   execute_process(COMMAND ${SPIRV_VAL} --target-env vulkan1.1 ${f} RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -12,17 +24,7 @@ foreach(f ${FILES})
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "spirv-dis failed on ${f}: ${err}")
   endif()
-  string(FIND "${dis}" "OpExecutionMode %main SubgroupUniformControlFlowKHR" at)
-  if(f MATCHES "_ucf(_shuffle)?\\.spv$" AND at EQUAL -1)
-    message(FATAL_ERROR "${f} lacks the SubgroupUniformControlFlowKHR execution mode")
-  elseif(NOT f MATCHES "_ucf(_shuffle)?\\.spv$" AND NOT at EQUAL -1)
-    message(FATAL_ERROR "${f} declares SubgroupUniformControlFlowKHR but is meant for devices without it")
-  endif()
-  string(FIND "${dis}" "OpCapability GroupNonUniformShuffle" shuffle)
-  if(f MATCHES "_shuffle\\.spv$" AND shuffle EQUAL -1)
-    message(FATAL_ERROR "${f} lacks the GroupNonUniformShuffle capability its rows of a few lanes need")
-  elseif(NOT f MATCHES "_shuffle\\.spv$" AND NOT shuffle EQUAL -1)
-    message(FATAL_ERROR "${f} declares GroupNonUniformShuffle but is meant for devices without shuffles")
-  endif()
+  expect_exactly_where(${f} "${dis}" "OpExecutionMode %main SubgroupUniformControlFlowKHR" "_ucf(_shuffle)?\\.spv$")
+  expect_exactly_where(${f} "${dis}" "OpCapability GroupNonUniformShuffle\n" "_shuffle\\.spv$")
   message(STATUS "spirv-val: ${f} ok")
 endforeach()

@@ -70,12 +70,8 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
     check_no_aliasing(bound);
 
     const DeviceFunctions& vk = ctx.vk();
-    auto stamp = [&](uint32_t i) {
-        if (timestamps.pool)
-            vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps.pool, timestamps.first + i);
-    };
     ctx.begin_label(cb, "vksoftmax batch of " + std::to_string(count));
-    stamp(0);
+    write_timestamp(vk, cb, timestamps, 0);
     std::vector<VkBufferMemoryBarrier> partials;
     for (const Bound& p : bound) {
         const Plan& plan = *items[p.item].plan;
@@ -90,7 +86,7 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
             if (plan.passes > 1) plan.pipeline[1]->dispatch(vk, cb, p.bindings.infos, plan.push, plan.groups);
         }
     }
-    stamp(1);
+    write_timestamp(vk, cb, timestamps, 1);
     ctx.end_label(cb);
 }
 

@@ -368,6 +368,11 @@ Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRang
                       has_ws ? plan.workspace_bytes : plan.tensor_bytes}}};
 }
 
+void write_timestamp(const DeviceFunctions& vk, VkCommandBuffer cb, const Timestamps& timestamps, uint32_t index) {
+    if (timestamps.pool)
+        vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps.pool, timestamps.first + index);
+}
+
 VkBufferMemoryBarrier partials_barrier(const Plan& plan, const BufferRange& workspace) {
     VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
     b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -384,12 +389,8 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
     if (plan.passes == 0) return;
     const DeviceFunctions& vk = ctx.vk();
     const Bindings bindings = checked_bindings(ctx, plan, in, out, workspace);
-    auto stamp = [&](uint32_t i) {
-        if (timestamps.pool)
-            vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps.pool, timestamps.first + i);
-    };
     ctx.begin_label(cb, plan.label);
-    stamp(0);
+    write_timestamp(vk, cb, timestamps, 0);
     for (uint32_t p = 0; p < plan.passes; ++p) {
         if (p > 0) {
             // Pass 2 reads the partials pass 1 wrote.
@@ -398,7 +399,7 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
                                     0, nullptr, 1, &b, 0, nullptr);
         }
         plan.pipeline[p]->dispatch(vk, cb, bindings.infos, plan.push, plan.groups);
-        stamp(p + 1);
+        write_timestamp(vk, cb, timestamps, p + 1);
     }
     ctx.end_label(cb);
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <vulkan/vulkan.h>
 
+#include "vksoftmax/functions.hpp"
 #include "vksoftmax/plan.hpp"
 
 namespace vksoftmax {
@@ -15,6 +16,10 @@ struct Bindings {
 // buffer, a range smaller than the plan needs or a misaligned offset.
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
                           const BufferRange& workspace);
+
+// Timestamp `index` of `timestamps` at the bottom of the pipe, where the
+// caller gave a query pool.
+void write_timestamp(const DeviceFunctions& vk, VkCommandBuffer cb, const Timestamps& timestamps, uint32_t index);
 
 // Split pass 2 reads the partials pass 1 wrote into the workspace.
 VkBufferMemoryBarrier partials_barrier(const Plan& plan, const BufferRange& workspace);

@@ -9,6 +9,10 @@ namespace vksoftmax {
 enum class Dtype { f32, f16 };
 inline uint32_t dtype_size(Dtype d) { return d == Dtype::f32 ? 4u : 2u; }
 inline const char* dtype_name(Dtype d) { return d == Dtype::f32 ? "f32" : "f16"; }
+// A quiet NaN in the storage type as a 32-bit vkCmdFillBuffer word:
+// 0x7fc00000 (f32), 0x7e00 twice (f16). Outputs are poisoned with it so
+// that an element a shader never wrote cannot pass for a result.
+inline uint32_t nan_fill_word(Dtype d) { return d == Dtype::f32 ? 0x7fc00000u : 0x7e007e00u; }
 
 // exp as the driver provides it, or our own range-reduced polynomial that
 // agrees across vendors to a few ULP.
