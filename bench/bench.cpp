@@ -38,9 +38,10 @@ void compute_to_compute(const Context& ctx, VkCommandBuffer cb) {
 }
 
 // Times `call` (recording one operation): warm-up, then o.iters calls
-// between two timestamps, o.repeats times.
+// between two timestamps, o.repeats times. Between the timed calls: `gaps`'
+// dependency where given, else compute_to_compute().
 template <typename Call>
-Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call) {
+Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call, const Gaps* gaps = nullptr) {
     if (!ctx.info().timestamps()) throw Error(ErrorKind::unsupported, ctx.info().name + " has no timestamps");
     Timer timer(ctx, 2);
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(o.warmup_ms);
@@ -54,6 +55,7 @@ Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call) {
     } while (std::chrono::steady_clock::now() < until);
     std::vector<double> us;
     for (uint32_t r = 0; r < o.repeats; ++r) {
+        if (gaps) gaps->reset_events();
         ctx.submit_and_wait([&](VkCommandBuffer cb) {
             timer.reset(cb);
             for (uint32_t i = 0; i < o.warmup; ++i) {
@@ -62,7 +64,8 @@ Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call) {
             }
             timer.stamp(cb, 0);
             for (uint32_t i = 0; i < o.iters; ++i) {
-                if (i) compute_to_compute(ctx, cb);
+                if (i && gaps) gaps->record(cb, i - 1);
+                if (i && !gaps) compute_to_compute(ctx, cb);
                 call(cb);
             }
             timer.stamp(cb, 1);
@@ -177,6 +180,7 @@ void describe(const Plan& plan, Row& row) {
     row.groups = plan.groups;
     row.vec = plan.key[0].vec;
     row.row_lanes = plan.key[0].row_lanes;
+    row.odd_rows = plan.key[0].odd_rows;
     row.passes = plan.passes;
     row.bytes = 2 * plan.tensor_bytes;
     for (uint32_t i = 0; i < plan.passes; ++i) {
@@ -321,8 +325,10 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
 
 namespace {
 
-// copy.comp over `bytes` (a multiple of 16) in `groups` workgroups of 256.
-Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o, const Buffers* buffers) {
+// copy.comp over `bytes` (a multiple of 16) in `groups` workgroups of 256,
+// `dependency` between the calls.
+Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o, const Buffers* buffers,
+                 Dependency dependency = Dependency::memory_barrier) {
     PipelineKey key;
     key.copy = true;
     key.workgroup_size = 256;
@@ -335,7 +341,9 @@ Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o
     ctx.submit_and_wait([&](VkCommandBuffer cb) { ctx.vk().vkCmdFillBuffer(cb, in.buffer(), 0, bytes, 0x3f9e0419u); });
     VkDescriptorBufferInfo infos[3] = {{in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, {in.buffer(), 0, bytes}};
     PushConstants push{static_cast<uint32_t>(bytes / 16), 0, 0, 0, 0, 0.f};
-    return time_calls(ctx, o, 2 * bytes, [&](VkCommandBuffer cb) { pl.dispatch(ctx.vk(), cb, infos, push, groups); });
+    const Gaps gaps(ctx, dependency, o.iters, out.buffer());
+    return time_calls(ctx, o, 2 * bytes, [&](VkCommandBuffer cb) { pl.dispatch(ctx.vk(), cb, infos, push, groups); },
+                      &gaps);
 }
 
 }  // namespace
@@ -348,8 +356,8 @@ Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffer
     return time_copy(ctx, bytes, groups, o, buffers);
 }
 
-Timing measure_floor(Context& ctx, const Options& o, const Buffers* buffers) {
-    return time_copy(ctx, 16, 1, o, buffers);
+Timing measure_floor(Context& ctx, const Options& o, const Buffers* buffers, Dependency dependency) {
+    return time_copy(ctx, 16, 1, o, buffers, dependency);
 }
 
 }  // namespace vksoftmax::bench

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "dependency.hpp"
 #include "vksoftmax/buffer.hpp"
 #include "vksoftmax/plan.hpp"
 #include "vksoftmax/types.hpp"
@@ -83,6 +84,7 @@ struct Row {
     bool verified = false;
     uint32_t workgroup_size = 0, slots = 0, groups = 0, vec = 0;
     uint32_t row_lanes = 0;  // lanes per row where a few lanes hold each (rows per slot); 0: all
+    bool odd_rows = false;   // vector accesses on rows not a multiple of vec long
     double pass1_us = 0;  // split path: median of pass 1 alone
     Timing ceiling;       // copy of the case's tensor bytes, timed the same way
     Timing batch, singles;        // Options::batch problems: one batch; records with barriers
@@ -102,7 +104,9 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
 Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffers* buffers);
 
 // The fixed cost of a call: a one-workgroup dispatch that moves 16 bytes,
-// back to back with the same barrier. No softmax call can take less.
-Timing measure_floor(Context& ctx, const Options& o, const Buffers* buffers);
+// back to back with the same barrier (or `dependency`). No softmax call
+// can take less.
+Timing measure_floor(Context& ctx, const Options& o, const Buffers* buffers,
+                     Dependency dependency = Dependency::memory_barrier);
 
 }  // namespace vksoftmax::bench

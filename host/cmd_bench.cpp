@@ -24,7 +24,7 @@ namespace {
 
 struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json;
-    bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false;
+    bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false;
     uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0;
     double warmup_ms = 1000;
     float sigma = 4.f;
@@ -129,12 +129,15 @@ struct Measured {
     uint64_t ceiling_bytes = 0;
     bench::Timing ceiling;  // the largest case's bytes (at least 1 MiB): the device's
     bench::Timing floor;    // the fixed cost of a call
+    // --dependencies: the floor under each dependency between the calls.
+    std::vector<std::pair<bench::Dependency, bench::Timing>> floor_by_dependency;
     std::vector<bench::Row> rows;
 };
 
 // The floor and the copy ceiling over the largest case, then every case,
 // verified and timed, each beside a copy of its own byte count.
-Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const bench::Options& o, bool fresh_buffers) {
+Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const bench::Options& o, bool fresh_buffers,
+                     bool dependencies) {
     const auto start = std::chrono::steady_clock::now();
     auto progress = [&](const std::string& what) {
         if (std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) fmt::print(stderr, "bench: {}\n", what);
@@ -145,6 +148,9 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
     std::unique_ptr<bench::Buffers> buffers;
     if (!fresh_buffers) buffers = std::make_unique<bench::Buffers>(ctx, m.ceiling_bytes, workspace_bytes);
     m.floor = bench::measure_floor(ctx, o, buffers.get());
+    if (dependencies)
+        for (bench::Dependency d : bench::all_dependencies())
+            if (bench::can_record(ctx, d)) m.floor_by_dependency.emplace_back(d, bench::measure_floor(ctx, o, buffers.get(), d));
     m.ceiling = bench::measure_copy(ctx, m.ceiling_bytes, o, buffers.get());
     // A case's own ceiling follows the case: the clocks are up already.
     bench::Options follow = o;
@@ -189,15 +195,17 @@ bool print_table(const Context& ctx, const bench::Options& o, const Measured& m)
     fmt::print("device: {} ({}), {} calls x {} repeats, median\n", d.name, driver_string(d), o.iters, o.repeats);
     print_memory_types(ctx);
     fmt::print("floor (one-workgroup dispatch + barrier): {:.2f} us per call\n", m.floor.median_us);
+    for (const auto& [dependency, t] : m.floor_by_dependency)
+        fmt::print("    with {}: {:.2f} us per call (min {:.2f})\n", bench::dependency_name(dependency), t.median_us, t.min_us);
     fmt::print("copy ceiling: {:.1f} us over {} bytes, {:.0f} GB/s\n", m.ceiling.median_us, m.ceiling_bytes,
                m.ceiling.gbps);
     fmt::print("{:<6} {:<15} {:<14} {:>20} {:>10} {:>10} {:>11} {:>7} {:>10} {:>8} {:>10} {:>9}\n", "dtype", "shape",
-               "path", "wg/slots/vec[/lanes]", "median us", "min us", "over floor", "GB/s", "copy GB/s", "of copy", "max rel",
+               "path", "wg/slots/vec[odd][/lanes]", "median us", "min us", "over floor", "GB/s", "copy GB/s", "of copy", "max rel",
                "pass 1 us");
     bool all_ok = true;
     for (const auto& r : m.rows) {
         all_ok = all_ok && r.verified;
-        std::string geometry = fmt::format("{}/{}/{}", r.workgroup_size, r.slots, r.vec);
+        std::string geometry = fmt::format("{}/{}/{}{}", r.workgroup_size, r.slots, r.vec, r.odd_rows ? "odd" : "");
         if (r.row_lanes) geometry += fmt::format("/{}", r.row_lanes);
         fmt::print("{:<6} {:<15} {:<14} {:>20} {:>10.2f} {:>10.2f} {:>11.2f} {:>7.0f} {:>10.0f} {:>7.0f}% {:>10.2e} {:>9}{}\n",
                    dtype_name(r.c.dtype), r.c.name(), r.path, geometry, r.t.median_us, r.t.min_us, above_floor(r, m),
@@ -226,6 +234,7 @@ nlohmann::json row_json(const bench::Row& r, const Measured& m) {
             {"slots", r.slots},
             {"vec", r.vec},
             {"row_lanes", r.row_lanes},
+            {"odd_rows", r.odd_rows},
             {"pass1_us", r.pass1_us},
             {"groups", r.groups},
             {"stats", r.stats},
@@ -257,6 +266,8 @@ void write_json(const std::string& path, const DeviceInfo& d, const bench::Optio
     j["iters"] = o.iters;
     j["repeats"] = o.repeats;
     j["floor_us"] = m.floor.median_us;
+    for (const auto& [dependency, t] : m.floor_by_dependency)
+        j["floor_by_dependency_us"][bench::dependency_name(dependency)] = t.median_us;
     j["copy_ceiling"] = {{"bytes", m.ceiling_bytes}, {"median_us", m.ceiling.median_us}, {"gbps", m.ceiling.gbps}};
     for (const auto& r : m.rows) j["rows"].push_back(row_json(r, m));
     write_text(path, j.dump(2) + "\n");
@@ -281,7 +292,7 @@ int bench_command(const BenchArgs& a) {
     co.capture_statistics = a.stats;
     co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
     Context ctx(co);
-    const Measured m = measure_all(ctx, cases, o, a.fresh_buffers);
+    const Measured m = measure_all(ctx, cases, o, a.fresh_buffers, a.dependencies);
     const bool all_ok = print_table(ctx, o, m);
     if (!a.json.empty()) write_json(a.json, ctx.info(), o, m);
     if (!a.csv.empty()) write_csv(a.csv, m);
@@ -315,6 +326,8 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--path", a->path, "Tuning: force subgroup-row, workgroup-row or split");
     sub->add_flag("--no-uniform-control-flow", a->no_uniform_control_flow,
                   "Diagnosis: leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered");
+    sub->add_flag("--dependencies", a->dependencies,
+                  "Also time the floor with each dependency between calls (barriers, synchronization2, events, none)");
     sub->add_option("--json", a->json, "Write every figure to this JSON file");
     sub->add_option("--csv", a->csv, "Write the table to this CSV file");
     sub->add_option("--plot", a->plot, "Draw GB/s against size to this PNG (needs gnuplot)");

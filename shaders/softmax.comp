@@ -27,36 +27,69 @@
 // The vec4 slots this invocation holds: a tile's elements, then its outputs.
 vec4 slots[SLOTS];
 
+// Elements [first, end) of a window onto a row: the window starts at
+// element `base` of the tensor, its neighbours `stride` apart. It starts at
+// the row's first element (first = 0) unless ODD_ROWS; the split path's
+// chunks are windows of their own (end at the chunk's end).
+struct Span { uint base; uint stride; uint first; uint end; };
+
+// Window index i .. i + 3 of an ODD_ROWS span element by element: the
+// vectors its row only partly covers (its head and tail), which hold
+// elements of the neighbouring rows too. Elements outside [first, end)
+// read as -inf and are never read.
+vec4 load_part(Span row, uint i) {
+    vec4 o;
+    for (uint c = 0u; c < 4u; ++c) o[c] = i + c >= row.first && i + c < row.end ? float(x_s[row.base + i + c]) : neg_inf();
+    return o;
+}
+
+// Writes the elements of window index i .. i + 3 that lie in [first, end),
+// one by one, leaving the neighbouring rows' elements alone.
+void store_part(Span row, uint i, vec4 v) {
+    for (uint c = 0u; c < 4u; ++c)
+        if (i + c >= row.first && i + c < row.end) y_s[row.base + i + c] = ELEM(v[c]);
+}
+
+// Whether the VEC elements at window index i are a whole vector of the
+// span's (else its head or tail, or past its end).
+bool whole_vector(Span row, uint i) { return !ODD_ROWS || (i >= row.first && i + VEC <= row.end); }
+
 // Slot j of the tile at tile_begin, for 1- and 4-wide accesses; missing
 // elements read as -inf.
-vec4 load_slot(uint base, uint stride, uint tile_begin, uint j, uint end, uint lanes, uint lane) {
+vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane) {
     if (VEC == 4u) {
         uint i = tile_begin + 4u * (j * lanes + lane);
-        return i < end ? load4((base + i) >> 2) : vec4(neg_inf());
+        if (!whole_vector(row, i)) return load_part(row, i);
+        return i < row.end ? load4((row.base + i) >> 2) : vec4(neg_inf());
     }
     vec4 o;
     for (uint c = 0u; c < 4u; ++c) {
         uint i = tile_begin + (j * 4u + c) * lanes + lane;
-        o[c] = i < end ? float(x_s[base + i * stride]) : neg_inf();
+        o[c] = i < row.end ? float(x_s[row.base + i * row.stride]) : neg_inf();
     }
     return o;
 }
 
-// Loads tile [tile_begin, end) of the row at `base` into the slots;
-// missing elements read as -inf, which every later step treats as
-// contributing nothing.
-void load_tile(uint base, uint stride, uint tile_begin, uint end, uint lanes, uint lane) {
+// Loads the tile at tile_begin of the span into the slots; missing
+// elements read as -inf, which every later step treats as contributing
+// nothing.
+void load_tile(Span row, uint tile_begin, uint lanes, uint lane) {
     if (VEC == 8u) {
         // One 16-byte access fills a pair of slots (the plan keeps SLOTS even).
         for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
             uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
             vec4 a = vec4(neg_inf()), b = vec4(neg_inf());
-            if (i < end) load8((base + i) >> 3, a, b);
+            if (!whole_vector(row, i)) {
+                a = load_part(row, i);
+                b = load_part(row, i + 4u);
+            } else if (i < row.end) {
+                load8((row.base + i) >> 3, a, b);
+            }
             slots[j] = a;
             slots[j + 1u] = b;
         }
     } else {
-        for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(base, stride, tile_begin, j, end, lanes, lane);
+        for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(row, tile_begin, j, lanes, lane);
     }
 }
 
@@ -126,17 +159,18 @@ vec4 slot_output(uint j, Stat s, bool exps, float inv_d, float log_d, bool bad) 
 // tile at tile_begin (1- and 4-wide accesses). A 4-wide output is computed
 // only where it is stored: computing outputs first made no fp32 row faster,
 // and gave NaN rows in some geometries on NVIDIA 580.159.04 (bench/NOTES.md).
-void write_slot(uint base, uint stride, uint tile_begin, uint p, uint end, uint lanes, uint lane, uint j, Stat s,
-                bool exps, float inv_d, float log_d, bool bad) {
+void write_slot(Span row, uint tile_begin, uint p, uint lanes, uint lane, uint j, Stat s, bool exps, float inv_d,
+                float log_d, bool bad) {
     if (VEC == 4u) {
         uint i = tile_begin + 4u * (p * lanes + lane);
-        if (i < end) store4((base + i) >> 2, slot_output(j, s, exps, inv_d, log_d, bad));
+        if (!whole_vector(row, i)) store_part(row, i, slot_output(j, s, exps, inv_d, log_d, bad));
+        else if (i < row.end) store4((row.base + i) >> 2, slot_output(j, s, exps, inv_d, log_d, bad));
         return;
     }
     vec4 o = slot_output(j, s, exps, inv_d, log_d, bad);
     for (uint c = 0u; c < 4u; ++c) {
         uint i = tile_begin + (p * 4u + c) * lanes + lane;
-        if (i < end) y_s[base + i * stride] = ELEM(o[c]);
+        if (i < row.end) y_s[row.base + i * row.stride] = ELEM(o[c]);
     }
 }
 
@@ -145,7 +179,7 @@ void write_slot(uint base, uint stride, uint tile_begin, uint p, uint end, uint 
 // store: computing each store's outputs just before it made those rows
 // 1.6-2.5x slower on NVIDIA. Narrower accesses keep the interleaved form
 // (write_slot).
-void write_tile(uint base, uint stride, uint tile_begin, uint end, uint lanes, uint lane, Stat s, bool exps) {
+void write_tile(Span row, uint tile_begin, uint lanes, uint lane, Stat s, bool exps) {
     bool bad = (s.f & F_POISON) != 0u || (s.f & F_FINITE) == 0u;
     float inv_d = 1.0 / s.d;
     float log_d = log(s.d);
@@ -153,33 +187,39 @@ void write_tile(uint base, uint stride, uint tile_begin, uint end, uint lanes, u
         for (uint j = 0u; j < SLOTS; ++j) slots[j] = slot_output(j, s, exps, inv_d, log_d, bad);
         for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
             uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
-            if (i < end) store8((base + i) >> 3, slots[j], slots[j + 1u]);
+            if (!whole_vector(row, i)) {
+                store_part(row, i, slots[j]);
+                store_part(row, i + 4u, slots[j + 1u]);
+            } else if (i < row.end) {
+                store8((row.base + i) >> 3, slots[j], slots[j + 1u]);
+            }
         }
     } else {
-        for (uint j = 0u; j < SLOTS; ++j) write_slot(base, stride, tile_begin, j, end, lanes, lane, j, s, exps, inv_d, log_d, bad);
+        for (uint j = 0u; j < SLOTS; ++j) write_slot(row, tile_begin, j, lanes, lane, j, s, exps, inv_d, log_d, bad);
     }
 }
 
-// The group's statistic of [begin, end) of the row at `base`, read tile by
-// tile (a row longer than one tile, and split pass 1).
-Stat span_stat(uint base, uint begin, uint end, uint tile, uint lanes, uint lane) {
+// The group's statistic of the span from `begin` (a multiple of the tile)
+// to its end, read tile by tile (a row longer than one tile, and split
+// pass 1).
+Stat span_stat(Span row, uint begin, uint tile, uint lanes, uint lane) {
     Stat s = stat_empty();
-    uint tiles = (end - begin + tile - 1u) / tile;
+    uint tiles = (row.end - begin + tile - 1u) / tile;
     for (uint t = 0u; t < tiles; ++t) {
-        load_tile(base, pc.inner, begin + t * tile, end, lanes, lane);
+        load_tile(row, begin + t * tile, lanes, lane);
         s = stat_merge(s, lane_tile_statistic());
     }
     return group_stat(s);
 }
 
-// Writes [begin, end) of the row at `base` given the row's statistic,
-// re-reading it last tile first: those were read last by span_stat, so they
-// are the likeliest to still be in L2.
-void span_write(uint base, uint begin, uint end, uint tile, uint lanes, uint lane, Stat s) {
-    for (uint t = (end - begin + tile - 1u) / tile; t > 0u; --t) {
+// Writes the span from `begin` given the row's statistic, re-reading it
+// last tile first: those were read last by span_stat, so they are the
+// likeliest to still be in L2.
+void span_write(Span row, uint begin, uint tile, uint lanes, uint lane, Stat s) {
+    for (uint t = (row.end - begin + tile - 1u) / tile; t > 0u; --t) {
         uint t0 = begin + (t - 1u) * tile;
-        load_tile(base, pc.inner, t0, end, lanes, lane);
-        write_tile(base, pc.inner, t0, end, lanes, lane, s, false);
+        load_tile(row, t0, lanes, lane);
+        write_tile(row, t0, lanes, lane, s, false);
     }
 }
 
@@ -189,6 +229,16 @@ uint row_base(uint r) {
     return o * pc.axis * pc.inner + (r - o * pc.inner);
 }
 
+// Row r's window: an ODD_ROWS row starts `base % VEC` elements into it.
+Span row_span(uint r) {
+    uint base = row_base(r);
+    uint first = ODD_ROWS ? base % VEC : 0u;
+    return Span(base - first, pc.inner, first, first + pc.axis);
+}
+
+// The longest window of a row: ODD_ROWS rows may start VEC - 1 elements in.
+uint longest_window() { return pc.axis + (ODD_ROWS ? VEC - 1u : 0u); }
+
 // KIND_ROWS_PER_SLOT: rows r0 .. r0 + SLOTS - 1, row r0 + j in slot j (at the place a
 // row's first slot has), so that a subgroup has the loads of SLOTS rows in
 // flight before its first reduction, and their reductions interleave:
@@ -196,10 +246,10 @@ uint row_base(uint r) {
 // (bench/NOTES.md, v5). A slot past the last row re-reads the last row and
 // stores nothing, so that every lane keeps taking part in the reductions.
 void rows_per_slot(uint r0, uint lanes, uint lane) {
-    uint base[SLOTS];
+    Span rows[SLOTS];
     for (uint j = 0u; j < SLOTS; ++j) {
-        base[j] = row_base(min(r0 + j, pc.rows - 1u));
-        slots[j] = load_slot(base[j], pc.inner, 0u, 0u, pc.axis, lanes, lane);
+        rows[j] = row_span(min(r0 + j, pc.rows - 1u));
+        slots[j] = load_slot(rows[j], 0u, 0u, lanes, lane);
     }
     Stat s[SLOTS];
     for (uint j = 0u; j < SLOTS; ++j) {
@@ -217,7 +267,7 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
     }
     for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j) {
         bool bad = (s[j].f & F_POISON) != 0u || (s[j].f & F_FINITE) == 0u;
-        write_slot(base[j], pc.inner, 0u, 0u, pc.axis, lanes, lane, j, s[j], !LOG, 1.0 / s[j].d, log(s[j].d), bad);
+        write_slot(rows[j], 0u, 0u, lanes, lane, j, s[j], !LOG, 1.0 / s[j].d, log(s[j].d), bad);
     }
 }
 
@@ -248,7 +298,7 @@ void main() MAIN_ATTRIBUTES {
     // The whole-subgroup loop below is kept apart, not folded in as
     // ROW_LANES = lanes, so that the modules without shuffles keep their
     // code exactly (NVIDIA's compiler minds the shape of main: bench/NOTES.md, v7).
-    if (KIND == KIND_ROWS_PER_SLOT && ROW_LANES <= lanes && pc.axis <= 4u * ROW_LANES) {
+    if (KIND == KIND_ROWS_PER_SLOT && ROW_LANES <= lanes && longest_window() <= 4u * ROW_LANES) {
         uint clusters = lanes / ROW_LANES;
         uint cluster_first = (lane / ROW_LANES) * SLOTS;
         for (uint r0 = first * SLOTS * clusters; r0 < pc.rows; r0 += step * SLOTS * clusters)
@@ -256,19 +306,19 @@ void main() MAIN_ATTRIBUTES {
         return;
     }
 #else
-    if (KIND == KIND_ROWS_PER_SLOT && pc.axis <= 4u * lanes) {
+    if (KIND == KIND_ROWS_PER_SLOT && longest_window() <= 4u * lanes) {
         for (uint r0 = first * SLOTS; r0 < pc.rows; r0 += step * SLOTS) rows_per_slot(r0, lanes, lane);
         return;
     }
 #endif
     if (KIND == KIND_ROW_IN_REGISTERS || KIND == KIND_ROW_IN_TILES || KIND == KIND_ROWS_PER_SLOT) {
         for (uint r = first; r < pc.rows; r += step) {
-            uint base = row_base(r);
+            Span row = row_span(r);
             // KIND_ROW_IN_REGISTERS keeps the tile-by-tile form too, for a
             // subgroup smaller than planned (a driver that cannot pin the size).
-            if (KIND == KIND_ROW_IN_REGISTERS && pc.axis <= tile) {
+            if (KIND == KIND_ROW_IN_REGISTERS && row.end <= tile) {
                 // KIND_ROW_IN_REGISTERS: read once, reduced, written once.
-                load_tile(base, pc.inner, 0u, pc.axis, lanes, lane);
+                load_tile(row, 0u, lanes, lane);
                 Stat s = lane_max_and_flags(0u, SLOTS);
                 float m = s.m;
                 uint f = s.f;
@@ -281,11 +331,11 @@ void main() MAIN_ATTRIBUTES {
                         if (!LOG) slots[j][c] = e;
                     }
                 d = group_add(d);
-                write_tile(base, pc.inner, 0u, pc.axis, lanes, lane, Stat(m, d, f), !LOG);
+                write_tile(row, 0u, lanes, lane, Stat(m, d, f), !LOG);
             } else {
                 // KIND_ROW_IN_TILES: folded tile by tile into (m, d), then
                 // re-read and written.
-                span_write(base, 0u, pc.axis, tile, lanes, lane, span_stat(base, 0u, pc.axis, tile, lanes, lane));
+                span_write(row, 0u, tile, lanes, lane, span_stat(row, 0u, tile, lanes, lane));
             }
         }
         return;
@@ -301,11 +351,13 @@ void main() MAIN_ATTRIBUTES {
         uint item = KIND == KIND_SPLIT_NORMALIZE ? items - 1u - w : w;
         uint r = item / pc.chunks;
         uint begin = (item - r * pc.chunks) * pc.chunk;
-        uint end = min(pc.axis, begin + pc.chunk);
-        uint base = row_base(r);
+        // The chunk's window; the plan counts chunks over the longest
+        // window, so an ODD_ROWS row's last chunk may hold nothing.
+        Span row = row_span(r);
+        row.end = max(begin, min(row.end, begin + pc.chunk));
         if (KIND == KIND_SPLIT_STATISTICS) {
             // Pass 1: the chunk's (m, d) and flags.
-            Stat s = span_stat(base, begin, end, tile, lanes, lane);
+            Stat s = span_stat(row, begin, tile, lanes, lane);
             if (lane == 0u) part[item] = Partial(s.m, s.d, s.f, 0u);
         } else {
             // Pass 2: every workgroup of the row merges all of the row's
@@ -316,7 +368,7 @@ void main() MAIN_ATTRIBUTES {
                 Partial p = part[r * pc.chunks + i];
                 s = stat_merge(s, Stat(p.m, p.d, p.f));
             }
-            span_write(base, begin, end, tile, lanes, lane, group_stat(s));
+            span_write(row, begin, tile, lanes, lane, group_stat(s));
         }
     }
 }

@@ -25,9 +25,9 @@
 layout(local_size_x_id = 0) in;
 // vec4 slots held per invocation: a tile is 4 * SLOTS * group_size elements.
 layout(constant_id = 1) const uint SLOTS = 1;
-// Elements per memory access: 1 (scalar, strided rows), 4 (rows contiguous
-// and a multiple of 4 long), 8 (fp16 only, rows a multiple of 8 long: 16-byte
-// accesses, as wide as fp32's vec4; SLOTS is then even).
+// Elements per memory access: 1 (scalar, strided rows), 4 (contiguous rows),
+// 8 (fp16 only, contiguous rows: 16-byte accesses, as wide as fp32's vec4;
+// SLOTS is then even). Rows not a multiple of VEC long are ODD_ROWS.
 layout(constant_id = 2) const uint VEC = 1;
 layout(constant_id = 3) const bool LOG = false;
 // A subgroup owns a row (short rows); otherwise the workgroup owns it.
@@ -57,6 +57,12 @@ const uint KIND_ROWS_PER_SLOT = 4u;
 // takes 4 lanes, so a subgroup of 32 holds 8 such rows in each slot).
 layout(constant_id = 7) const uint ROW_LANES = 1;
 #endif
+
+// Rows are contiguous but not a multiple of VEC (4 or 8) long: each is read
+// over a window from the vector boundary at or before its first element,
+// so that its body moves in whole vectors and only the vectors it shares
+// with its neighbours (its head and tail) move element by element.
+layout(constant_id = 8) const bool ODD_ROWS = false;
 
 #ifdef STORAGE_F16
 #define ELEM float16_t

@@ -147,7 +147,9 @@ TEST_F(Gpu, EveryRowGeometry) {
 // whose only +inf sits in that lone slot. Such rows are where NVIDIA
 // 580.159.04 went wrong for some shader forms: NaN in every subgroup but
 // the first (f16 2x4100, 4-wide), or a NaN row's flag lost (f32 12x257,
-// subgroup rows, accurate): bench/NOTES.md. On a CPU driver each (path,
+// subgroup rows, accurate): bench/NOTES.md. Scalar rows are strided (3
+// rows interleaved): contiguous rows take vectors whatever their length
+// (OddRowsHeadAndTail). On a CPU driver each (path,
 // dtype, width) runs one of the slot counts, softmax or log-softmax, by
 // rotation (full_sweeps()).
 TEST_F(Gpu, LastSlotHeldByOneLane) {
@@ -176,13 +178,15 @@ TEST_F(Gpu, LastSlotHeldByOneLane) {
                     if (path == Path::subgroup_row && cols <= 4 * lanes) continue;
                     for (bool log : {false, true}) {
                         if (!sweep_runs(variant + slot_index, log ? 1 : 0, 2)) continue;
-                        const Problem p = rows_of(3, cols, dt, log);
+                        Problem p = rows_of(3, cols, dt, log);
+                        if (width == 1) p.shape = {1, cols, 3};
                         const PlanOptions o = forced(path, slots, path == Path::workgroup_row ? wg : 0);
                         const Plan plan = make_plan(ctx(), p, o);
                         ASSERT_EQ(plan.key[0].vec, width) << describe(p, o) << ": not the geometry this case is for";
                         auto x = random_logits(p.shape.elements(), fresh_seed());
-                        x[cols + 4] = kNaN;               // row 1: NaN, away from lane 0
-                        x[2 * cols + cols - 1] = kInf;    // row 2: +inf in the lone slot
+                        auto at = [&](uint64_t row, uint64_t i) { return p.shape.row_start(row) + i * p.shape.inner; };
+                        x[at(1, 4)] = kNaN;         // row 1: NaN, away from lane 0
+                        x[at(2, cols - 1)] = kInf;  // row 2: +inf in the lone slot
                         Outcome out = run_and_compare(p, x, o);
                         const Bound b = accuracy_bound(p.dtype, p.log);
                         EXPECT_TRUE(out.acc.within(b.rel, 0.0))
@@ -274,9 +278,10 @@ TEST_F(Gpu, RowsOfFewLanes) {
                 }
 }
 
-// The access width the plan picks: 16 bytes wherever rows allow it, and
-// never 8-element fp16 accesses with an odd slot count (they fill slot pairs;
-// the plan rounds its own counts up to even for them: 12888).
+// The access width the plan picks: 16 bytes wherever rows are contiguous
+// (4097: the body in vectors, head and tail element by element), and never
+// 8-element fp16 accesses with an odd slot count (they fill slot pairs; the
+// plan rounds its own counts up to even for them: 12888).
 TEST_F(Gpu, PlanPicksAccessWidth) {
     struct Want {
         Dtype dt;
@@ -285,8 +290,8 @@ TEST_F(Gpu, PlanPicksAccessWidth) {
         uint32_t vec;
     };
     for (const Want& w : {Want{Dtype::f32, 4096, 1, 0, 4}, Want{Dtype::f16, 4096, 1, 0, 8}, Want{Dtype::f16, 4100, 1, 0, 4},
-                          Want{Dtype::f16, 4096, 1, 3, 4}, Want{Dtype::f32, 4097, 1, 0, 1}, Want{Dtype::f16, 4096, 3, 0, 1},
-                          Want{Dtype::f16, 12888, 1, 0, 8}}) {
+                          Want{Dtype::f16, 4096, 1, 3, 4}, Want{Dtype::f32, 4097, 1, 0, 4}, Want{Dtype::f16, 4097, 1, 0, 4},
+                          Want{Dtype::f16, 4096, 3, 0, 1}, Want{Dtype::f16, 12888, 1, 0, 8}}) {
         Problem p;
         p.shape = {2, w.cols, w.inner};
         p.dtype = w.dt;
@@ -303,6 +308,82 @@ TEST_F(Gpu, PlanPicksAccessWidth) {
         const Bound b = accuracy_bound(p.dtype, p.log);
         EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(p, o) << ": " << out.acc.describe();
     }
+}
+
+namespace {
+
+// Rows for OddRowsHeadAndTail: random logits, with the non-finite elements
+// at the rows' ends, which lie in vectors shared with the neighbours.
+const char* const kOddEnds =
+    "row 1 starts with a NaN, row 2 ends with +inf, row 3 is all -inf, row 4's only finite element is its first, "
+    "row 6's its last";
+std::vector<float> rows_with_non_finite_ends(const Problem& p, uint64_t cols) {
+    auto x = random_logits(p.shape.elements(), fresh_seed());
+    x[1 * cols] = kNaN;
+    x[2 * cols + cols - 1] = kInf;
+    for (uint64_t i = 0; i < cols; ++i) x[3 * cols + i] = -kInf;
+    for (uint64_t i = 1; i < cols; ++i) x[4 * cols + i] = -kInf;
+    for (uint64_t i = 0; i + 1 < cols; ++i) x[6 * cols + i] = -kInf;
+    return x;
+}
+
+}  // namespace
+
+// Contiguous rows not a multiple of 4 long (odd_rows) are read 4- or
+// 8-wide over windows from the vector boundary at or before each row (fp32
+// split rows stay scalar, and run here as the baseline); the
+// vectors a row shares with its neighbours (its head and tail) move element
+// by element. 9 rows start at every offset within a 16-byte vector; with
+// the output poisoned, every element must be written and no row's values
+// or non-finite elements may reach the rows beside it, on every kind that
+// takes such rows: a row in a subgroup's or a workgroup's registers, rows in
+// tiles, and split chunks (the head in the first, the tail in the last,
+// possibly empty, chunk).
+TEST_F(Gpu, OddRowsHeadAndTail) {
+    const DeviceInfo& d = ctx().info();
+    const uint64_t lanes = d.subgroup_size;
+    struct Case {
+        Path path;
+        uint64_t cols;
+        uint32_t chunk;  // split: elements per chunk (rounded up to a tile)
+        ShaderKind kind;
+    };
+    uint32_t max_wg = 1;
+    while (max_wg * 2 <= std::min({1024u, d.max_workgroup_invocations, d.max_workgroup_size_x})) max_wg *= 2;
+    const Case kCases[] = {
+        {Path::subgroup_row, 12 * lanes + 3, 0, ShaderKind::row_in_registers},
+        {Path::workgroup_row, 1009, 0, ShaderKind::row_in_registers},
+        {Path::split, 3 * 4096 + 4093, 4096, ShaderKind::split_statistics},
+        {Path::split, 2 * 4096 + 1, 4096, ShaderKind::split_statistics},
+    };
+    for (const Case& c : kCases) {
+        if (c.path == Path::subgroup_row && !d.subgroup_arithmetic()) continue;
+        for (Dtype dt : {Dtype::f32, Dtype::f16})
+            for (bool log : {false, true}) {
+                PlanOptions o;
+                o.path = c.path;
+                o.chunk_elements = c.chunk;
+                const Problem p = rows_of(9, c.cols, dt, log);
+                const Plan plan = make_plan(ctx(), p, o);
+                const bool windows = c.path != Path::split || dt == Dtype::f16;
+                ASSERT_EQ(plan.key[0].odd_rows, windows) << describe(p, o) << ": rows of " << c.cols;
+                ASSERT_EQ(plan.key[0].kind, c.kind) << describe(p, o) << ": not the kind this case is for";
+                Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, c.cols), o);
+                const Bound b = accuracy_bound(p.dtype, p.log);
+                EXPECT_TRUE(out.acc.within(b.rel, 0.0))
+                    << describe(p, o) << " (" << plan.passes << " pass(es), vec " << plan.key[0].vec << "; "
+                    << kOddEnds << "): " << out.acc.describe();
+            }
+    }
+    // fp16 rows read in tiles: 8-byte windows, the tail in the last tile.
+    if (!d.storage_16bit) return;
+    const Problem tiles = rows_of(9, 32ull * max_wg - 15, Dtype::f16, false);
+    const Plan plan = make_plan(ctx(), tiles);
+    ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << describe(tiles, {});
+    ASSERT_TRUE(plan.key[0].odd_rows) << describe(tiles, {});
+    Outcome out = run_and_compare(tiles, rows_with_non_finite_ends(tiles, tiles.shape.axis), {});
+    const Bound b = accuracy_bound(tiles.dtype, tiles.log);
+    EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(tiles, {}) << " (" << kOddEnds << "): " << out.acc.describe();
 }
 
 // fp16 rows longer than 16 elements per invocation of the largest workgroup

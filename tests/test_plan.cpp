@@ -97,6 +97,7 @@ TEST(Plan, ShortRows) {
         const Plan plan = plan_geometry(d, rows_of(4096, w.cols));
         EXPECT_EQ(plan.key[0].row_lanes, w.row_lanes) << "rows of " << w.cols << ": lanes per row";
         EXPECT_EQ(plan.key[0].vec, w.vec) << "rows of " << w.cols << ": elements per access";
+        EXPECT_FALSE(plan.key[0].odd_rows) << "rows of " << w.cols << ": short rows not a multiple of 4 stay scalar";
     }
 
     DeviceInfo no_shuffle = h200();
@@ -116,8 +117,52 @@ TEST(Plan, ShortRows) {
     EXPECT_EQ(slots.key[0].workgroup_size, 128u);
     EXPECT_EQ(slots.rows_per_workgroup, 8u);
 
-    const Plan scalar_slots = plan_geometry(d, rows_of(20480, 77));
-    EXPECT_EQ(scalar_slots.key[0].kind, ShaderKind::row_in_registers) << "scalar rows stay one per subgroup";
+    // Rows of at most 4 x the subgroup size not a multiple of 4 long stay
+    // scalar, a subgroup each (20480 x 77 on an H200: 6.95 us scalar, 8.17
+    // to 8.56 4-wide in windows, bench/NOTES.md v9).
+    const Plan scalar_rows = plan_geometry(d, rows_of(20480, 77));
+    EXPECT_EQ(scalar_rows.key[0].kind, ShaderKind::row_in_registers);
+    EXPECT_EQ(scalar_rows.key[0].vec, 1u);
+    EXPECT_FALSE(scalar_rows.key[0].odd_rows);
+}
+
+// Contiguous rows not a multiple of 4 long, longer than 4 x the subgroup
+// size, take vector accesses over a window starting at the vector boundary
+// at or before the row: 4-wide on the row paths, and on the split path fp16
+// 8-wide (16 bytes) while fp32 stays scalar (bench/NOTES.md, v9). The
+// window's extra elements count when the plan sizes slots, tiles and
+// chunks. Strided rows stay scalar.
+TEST(Plan, OddRowsTakeVectors) {
+    const DeviceInfo d = h200();
+    const Plan f32 = plan_geometry(d, rows_of(4096, 1009));
+    EXPECT_EQ(f32.path, Path::subgroup_row);
+    EXPECT_EQ(f32.key[0].kind, ShaderKind::row_in_registers);
+    EXPECT_EQ(f32.key[0].vec, 4u);
+    EXPECT_TRUE(f32.key[0].odd_rows);
+    EXPECT_EQ(f32.key[0].slots, 8u);
+    const Plan f16 = plan_geometry(d, rows_of(4096, 1009, Dtype::f16));
+    EXPECT_EQ(f16.key[0].vec, 4u);
+    EXPECT_TRUE(f16.key[0].odd_rows);
+    EXPECT_EQ(f16.key[0].slots, 8u);
+    // 1023 + 3 > 32 x 32: the window does not fit a subgroup's registers,
+    // so the row takes a workgroup rather than tiles.
+    EXPECT_EQ(plan_geometry(d, rows_of(64, 1023)).path, Path::workgroup_row);
+    EXPECT_EQ(plan_geometry(d, rows_of(64, 1020)).path, Path::subgroup_row);
+    EXPECT_FALSE(plan_geometry(d, rows_of(64, 1020)).key[0].odd_rows);
+    // Split: fp32 scalar; fp16 chunks cover the longest window, 1 + 7
+    // elements past the row.
+    const Plan split = plan_geometry(d, rows_of(1, 4096 * 512 + 1));
+    EXPECT_EQ(split.path, Path::split);
+    EXPECT_EQ(split.key[0].vec, 1u);
+    EXPECT_FALSE(split.key[0].odd_rows);
+    const Plan split16 = plan_geometry(d, rows_of(1, 4096 * 512 + 1, Dtype::f16));
+    EXPECT_EQ(split16.key[0].vec, 8u);
+    EXPECT_TRUE(split16.key[0].odd_rows);
+    EXPECT_GE(split16.push.chunks * uint64_t{split16.push.chunk}, 4096ull * 512 + 8);
+    Problem strided = rows_of(64, 1009);
+    strided.shape = Shape{1, 1009, 64};
+    EXPECT_EQ(plan_geometry(d, strided).key[0].vec, 1u);
+    EXPECT_FALSE(plan_geometry(d, strided).key[0].odd_rows);
 }
 
 // A workgroup row is held in up to 16 slots per invocation, in the smallest

@@ -81,6 +81,15 @@ void Context::create_device(const ContextOptions& options) {
     if (info_.subgroup_uniform_control_flow) {
         ucf.shaderSubgroupUniformControlFlow = VK_TRUE;
         *next = &ucf;
+        next = &ucf.pNext;
+    }
+    // Not used by recording (record() keeps vkCmdPipelineBarrier, which every
+    // host has); enabled so that the bench can time its barriers against the
+    // ones it records (bench/NOTES.md).
+    VkPhysicalDeviceSynchronization2Features sync2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES};
+    if (info_.synchronization2) {
+        sync2.synchronization2 = VK_TRUE;
+        *next = &sync2;
     }
 
     float priority = 1.f;
@@ -174,6 +183,7 @@ void Context::adopt_device(const HostDevice& host) {
         info_.max_workgroup_subgroups = 0;
     }
     info_.subgroup_uniform_control_flow = info_.subgroup_uniform_control_flow && host.subgroup_uniform_control_flow;
+    info_.synchronization2 = false;  // the host's to enable; recording never uses it
     instance_vk_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 }
 

@@ -27,6 +27,7 @@ std::vector<VkExtensionProperties> device_extensions(const InstanceFunctions& vk
 struct Offered {
     bool size_control = false, driver_properties = false, float16 = false;
     bool executable_properties = false, uniform_control_flow = false, push_descriptor = false;
+    bool synchronization2 = false;
 };
 
 Offered offered(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t api_version) {
@@ -39,6 +40,7 @@ Offered offered(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t api_v
     o.executable_properties = has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     o.uniform_control_flow = has_extension(exts, VK_KHR_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_EXTENSION_NAME);
     o.push_descriptor = has_extension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    o.synchronization2 = v13;
     return o;
 }
 
@@ -88,12 +90,14 @@ void read_features(const InstanceFunctions& vk, VkPhysicalDevice pd, const Offer
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     VkPhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR ucf{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_FEATURES_KHR};
+    VkPhysicalDeviceSynchronization2Features sync2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES};
     feats.pNext = &s16;
     void** tail = &s16.pNext;
     if (o.size_control) { *tail = &sgcf; tail = &sgcf.pNext; }
     if (o.float16) { *tail = &f16; tail = &f16.pNext; }
     if (o.executable_properties) { *tail = &pexe; tail = &pexe.pNext; }
     if (o.uniform_control_flow) { *tail = &ucf; tail = &ucf.pNext; }
+    if (o.synchronization2) { *tail = &sync2; tail = &sync2.pNext; }
     vk.vkGetPhysicalDeviceFeatures2(pd, &feats);
 
     if (o.size_control && sgcf.subgroupSizeControl && (size_control.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
@@ -107,6 +111,7 @@ void read_features(const InstanceFunctions& vk, VkPhysicalDevice pd, const Offer
     info.shader_float16 = o.float16 && f16.shaderFloat16;
     info.pipeline_statistics = o.executable_properties && pexe.pipelineExecutableInfo;
     info.subgroup_uniform_control_flow = o.uniform_control_flow && ucf.shaderSubgroupUniformControlFlow;
+    info.synchronization2 = o.synchronization2 && sync2.synchronization2;
 }
 
 // The first queue family with compute, and its timestamp bits.

@@ -10,16 +10,19 @@
 namespace vksoftmax {
 namespace {
 
-// Extension commands may be absent; a missing core command is an error.
-bool is_extension_command(const char* name) {
+// Extension commands may be absent, and so may the Vulkan 1.3 commands
+// (the instance or device may be older); a missing Vulkan 1.0/1.1 command
+// is an error.
+bool may_be_absent(const char* name) {
     const size_t n = std::strlen(name);
-    return n > 3 && (std::strcmp(name + n - 3, "KHR") == 0 || std::strcmp(name + n - 3, "EXT") == 0);
+    if (n > 3 && (std::strcmp(name + n - 3, "KHR") == 0 || std::strcmp(name + n - 3, "EXT") == 0)) return true;
+    return std::strcmp(name, "vkCmdPipelineBarrier2") == 0;
 }
 
 template <typename Pfn>
 void load(Pfn& slot, PFN_vkVoidFunction found, const char* name, const char* from) {
     slot = reinterpret_cast<Pfn>(found);
-    if (!slot && !is_extension_command(name))
+    if (!slot && !may_be_absent(name))
         throw Error(ErrorKind::unsupported, std::string(from) + " gave no " + name);
 }
 

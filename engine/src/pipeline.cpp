@@ -23,7 +23,7 @@ const char* kind_name(ShaderKind kind) {
 std::string PipelineKey::id() const {
     if (copy) return "copy/wg" + std::to_string(workgroup_size);
     return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
-           "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (log ? "/log" : "") +
+           "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (odd_rows ? "/odd" : "") + (log ? "/log" : "") +
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/" + kind_name(kind) +
            (row_lanes ? "/lanes" + std::to_string(row_lanes) : "") + "/req" + std::to_string(required_subgroup_size);
 }
@@ -91,15 +91,16 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
 void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
-    // constant_id 0..7 of softmax_common.glsl; booleans are 32-bit.
-    const std::array<uint32_t, 8> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
+    // constant_id 0..8 of softmax_common.glsl; booleans are 32-bit.
+    const std::array<uint32_t, 9> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                             key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
-                                            static_cast<uint32_t>(key_.kind), key_.row_lanes};
-    std::array<VkSpecializationMapEntry, 8> entries{};
+                                            static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u};
+    std::array<VkSpecializationMapEntry, 9> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
-    // copy.comp declares only constant_id 0; ROW_LANES (7) is declared by
-    // the shuffle modules alone.
-    const uint32_t count = key_.copy ? 1u : key_.row_lanes ? 8u : 7u;
+    // copy.comp declares only constant_id 0. ROW_LANES (7) is declared by
+    // the shuffle modules alone: an entry for an id a module does not
+    // declare is ignored (Vulkan's VkSpecializationInfo).
+    const uint32_t count = key_.copy ? 1u : static_cast<uint32_t>(entries.size());
     VkSpecializationInfo spec{count, entries.data(), count * 4u, values.data()};
 
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{

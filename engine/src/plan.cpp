@@ -89,21 +89,50 @@ Limits device_limits(const DeviceInfo& d, const PlanOptions& options) {
     return l;
 }
 
-// Elements per access: 16-byte vectors where every row starts and ends on
-// one (8 fp16 elements fill two slots, so the slot count must be even).
-uint32_t access_width(const Problem& problem, uint32_t slots) {
+// Whether contiguous rows whose length is not a multiple of 4 take vector
+// accesses on `path` (ODD_ROWS: the body in whole vectors, head and tail
+// element by element), as measured on an H200 (bench/NOTES.md, v9):
+// - rows of at most 4 x the subgroup size stay scalar, a subgroup (or a few
+//   lanes) each: 20480 x 77 took 6.95 us scalar, 8.17-8.56 in windows;
+// - fp32 split rows stay scalar: 1x50257 8.02 us scalar, 8.20 in windows
+//   (1x1000003 9.45, 9.70), while fp16 split rows gain (1x50257 9.00 ->
+//   8.62 in 16-byte windows);
+// - every other row gains (f32 4096x1009 11.6 -> 9.5, f16 8.5).
+bool vector_odd_rows(const Problem& problem, Path path, const Limits& l) {
     const Shape& s = problem.shape;
-    if (s.inner != 1 || s.axis % 4 != 0) return 1;
-    return problem.dtype == Dtype::f16 && s.axis % 8 == 0 && slots % 2 == 0 ? 8 : 4;
+    if (s.inner != 1 || s.axis % 4 == 0 || s.axis <= 4ull * l.subgroup_size) return false;
+    return path != Path::split || problem.dtype == Dtype::f16;
+}
+
+// Elements per access on `path`: 16-byte vectors where rows are contiguous
+// (8 fp16 elements fill two slots, so the slot count must be even). fp16
+// rows a multiple of 4 long but not of 8 keep 8-byte accesses, which need
+// no head and tail; fp16 rows not a multiple of 4 take 16-byte windows on
+// the split path and 8-byte ones on the row paths (f16 4096x1009: 18.4 us
+// in 16-byte windows, 8.5 in 8-byte ones, 11.5 scalar; bench/NOTES.md, v9).
+uint32_t access_width(const Problem& problem, Path path, const Limits& l, uint32_t slots) {
+    const Shape& s = problem.shape;
+    const bool odd = s.axis % 4 != 0;
+    if (s.inner != 1 || (odd && !vector_odd_rows(problem, path, l))) return 1;
+    if (problem.dtype != Dtype::f16 || slots % 2 != 0) return 4;
+    return s.axis % 8 == 0 || (odd && path == Path::split) ? 8 : 4;
+}
+
+// The longest window a row is read over on `path`: an ODD_ROWS row may
+// start up to a vector's width minus one before its first element.
+uint64_t row_window(const Problem& problem, Path path, const Limits& l) {
+    const uint64_t axis = problem.shape.axis;
+    if (!vector_odd_rows(problem, path, l)) return axis;
+    return axis + access_width(problem, path, l, 2) - 1;
 }
 
 // `want` slots per invocation (at most `most`), rounded up to even where
 // the row could take 16-byte fp16 accesses, which an odd count would halve
 // (f16 1280x12888: 256 x 14 slots 23.5 us, 256 x 13 26.4); a single slot
 // is left alone: rounding it up would idle half the lanes.
-uint32_t slots_for(const Problem& problem, uint64_t want, uint32_t most) {
+uint32_t slots_for(const Problem& problem, Path path, const Limits& l, uint64_t want, uint32_t most) {
     const uint32_t slots = static_cast<uint32_t>(std::clamp<uint64_t>(want, 1, most));
-    const bool wide_f16 = access_width(problem, 2) == 8;
+    const bool wide_f16 = access_width(problem, path, l, 2) == 8;
     return wide_f16 && slots > 1 && slots % 2 != 0 ? std::min(slots + 1, most & ~1u) : slots;
 }
 
@@ -126,9 +155,10 @@ Path choose_path(const Problem& problem, const PlanOptions& options, const Limit
             throw Error(ErrorKind::unsupported, "the subgroup-row path needs subgroup arithmetic");
         return *options.path;
     }
-    const uint64_t axis = problem.shape.axis;
-    if (l.subgroup_reduction && axis <= 4ull * kSubgroupRowSlots * l.subgroup_size) return Path::subgroup_row;
-    if (axis <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup) return Path::workgroup_row;
+    if (l.subgroup_reduction && row_window(problem, Path::subgroup_row, l) <= 4ull * kSubgroupRowSlots * l.subgroup_size)
+        return Path::subgroup_row;
+    if (row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
+        return Path::workgroup_row;
     return Path::split;
 }
 
@@ -170,7 +200,8 @@ uint32_t row_lanes_for(const Problem& problem, Path path, const Limits& l) {
 // subgroup must be 4-wide.
 bool holds_rows_per_slot(const Problem& problem, Path path, const Limits& l) {
     if (row_lanes_for(problem, path, l)) return true;
-    return path == Path::subgroup_row && problem.shape.axis <= 4ull * l.subgroup_size && access_width(problem, 1) == 4;
+    return path == Path::subgroup_row && row_window(problem, path, l) <= 4ull * l.subgroup_size &&
+           access_width(problem, path, l, 1) == 4;
 }
 
 uint32_t rows_per_workgroup(const Geometry& g, const Limits& l, bool slot_rows) {
@@ -192,12 +223,13 @@ Geometry plan_subgroup_rows(const DeviceInfo& d, const Problem& problem, const L
     }
     g.subgroup_rows = true;
     g.row_lanes = row_lanes_for(problem, Path::subgroup_row, l);
-    if (g.row_lanes && access_width(problem, 1) == 1)
+    if (g.row_lanes && access_width(problem, Path::subgroup_row, l, 1) == 1)
         g.slots = 1;  // scalar rows of a few lanes: one per cluster (kSlotRows)
     else if (slot_rows)
         g.slots = kSlotRows;
     else
-        g.slots = slots_for(problem, div_up(problem.shape.axis, 4ull * sg), kSubgroupRowSlots);
+        g.slots = slots_for(problem, Path::subgroup_row, l, div_up(row_window(problem, Path::subgroup_row, l), 4ull * sg),
+                            kSubgroupRowSlots);
     g.workgroup_size = std::min(cap, std::max(sg, g.slots == 1 ? kRowsWorkgroupShort : kRowsWorkgroup));
     g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
     g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
@@ -210,7 +242,7 @@ Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
     g.items = problem.shape.rows();
-    const uint64_t axis = problem.shape.axis;
+    const uint64_t axis = row_window(problem, Path::workgroup_row, l);
     if (problem.dtype == Dtype::f16 && axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup) {
         g.workgroup_size = l.max_workgroup;
         g.slots = kHalfRowSlotsAtMaxWorkgroup;  // tiles shorter than the row: ShaderKind::row_in_tiles
@@ -219,17 +251,17 @@ Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
     uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
     while (wg < l.max_workgroup && 4ull * kMaxSlots * wg < axis) wg *= 2;
     g.workgroup_size = wg;
-    g.slots = slots_for(problem, div_up(axis, 4ull * wg), kMaxSlots);
+    g.slots = slots_for(problem, Path::workgroup_row, l, div_up(axis, 4ull * wg), kMaxSlots);
     return g;
 }
 
 // Chunks of the split path for the geometry's tile: `want` elements each,
-// rounded up to whole tiles.
-void set_chunks(Geometry& g, const Problem& problem, uint64_t want) {
+// rounded up to whole tiles, over the row's longest window.
+void set_chunks(Geometry& g, const Problem& problem, const Limits& l, uint64_t want) {
     const uint64_t tile = 4ull * g.slots * g.workgroup_size;
     const uint64_t c = std::max<uint64_t>(tile, div_up(want, tile) * tile);
     g.chunk = static_cast<uint32_t>(std::min<uint64_t>(c, std::numeric_limits<uint32_t>::max() / 2));
-    g.chunks = static_cast<uint32_t>(div_up(problem.shape.axis, g.chunk));
+    g.chunks = static_cast<uint32_t>(div_up(row_window(problem, Path::split, l), g.chunk));
     g.items = problem.shape.rows() * g.chunks;
     g.workspace_bytes = g.items * 16;
 }
@@ -244,7 +276,7 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
     const uint64_t want = options.chunk_elements
                               ? options.chunk_elements
                               : div_up(problem.shape.axis, std::clamp<uint64_t>(div_up(kSplitTargetItems, rows), 1, kSplitMaxChunks));
-    set_chunks(g, problem, want);
+    set_chunks(g, problem, l, want);
     if (g.items > std::numeric_limits<uint32_t>::max())
         throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
     return g;
@@ -266,7 +298,7 @@ void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& opt
         g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
         g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
     }
-    if (path == Path::split) set_chunks(g, problem, g.chunk);
+    if (path == Path::split) set_chunks(g, problem, l, g.chunk);
 }
 
 // What pass `pass` of a plan dispatches.
@@ -320,13 +352,14 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     key.slots = g.slots;
     // A slot row is one slot wide: 4-wide (or scalar, for rows of a few
     // lanes), never a 16-byte pair.
-    key.vec = slot_rows ? access_width(problem, 1) : access_width(problem, g.slots);
+    key.vec = slot_rows ? access_width(problem, path, l, 1) : access_width(problem, path, l, g.slots);
+    key.odd_rows = key.vec > 1 && shape.axis % key.vec != 0;
     // A row path whose tile (possible through overrides) is shorter than the
     // row gets the variant made only of the tile-by-tile loops: on NVIDIA
     // 580.159.04 the variant holding both forms gave NaN rows for some slot
     // counts (bench/NOTES.md).
     const uint64_t planned_tile = 4ull * g.slots * (g.subgroup_rows ? l.subgroup_size : g.workgroup_size);
-    const bool long_rows = path != Path::split && !slot_rows && shape.axis > planned_tile;
+    const bool long_rows = path != Path::split && !slot_rows && row_window(problem, path, l) > planned_tile;
     for (uint32_t p = 0; p < plan.passes; ++p) {
         plan.key[p] = key;
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows);

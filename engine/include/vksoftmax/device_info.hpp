@@ -36,6 +36,7 @@ struct DeviceInfo {
     bool storage_16bit = false;  // storageBuffer16BitAccess: fp16 tensors
     bool shader_float16 = false;
     bool push_descriptor = false;
+    bool synchronization2 = false;  // Vulkan 1.3's feature: vkCmdPipelineBarrier2
     bool pipeline_statistics = false;  // VK_KHR_pipeline_executable_properties
 
     float timestamp_period = 0.f;  // ns per tick

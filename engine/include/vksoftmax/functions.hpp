@@ -31,7 +31,8 @@
     F(vkCmdEndDebugUtilsLabelEXT)
 
 // Device-level commands. Extension commands stay null where the device
-// was created without the extension.
+// was created without the extension, and vkCmdPipelineBarrier2 (Vulkan 1.3,
+// timed by the bench only) below Vulkan 1.3.
 #define VKSOFTMAX_DEVICE_FUNCTIONS(F)         \
     F(vkDestroyDevice)                        \
     F(vkDeviceWaitIdle)                       \
@@ -78,6 +79,12 @@
     F(vkCmdPushConstants)                     \
     F(vkCmdDispatch)                          \
     F(vkCmdPipelineBarrier)                   \
+    F(vkCmdPipelineBarrier2)                  \
+    F(vkCreateEvent)                          \
+    F(vkDestroyEvent)                         \
+    F(vkCmdSetEvent)                          \
+    F(vkResetEvent)                           \
+    F(vkCmdWaitEvents)                        \
     F(vkCmdCopyBuffer)                        \
     F(vkCmdFillBuffer)
 

@@ -35,6 +35,9 @@ struct PipelineKey {
     uint32_t workgroup_size = 256;
     uint32_t slots = 1;  // vec4 slots per invocation (rows_per_slot: one row in each)
     uint32_t vec = 1;  // elements per memory access: 1, 4, or 8 (fp16, 16 bytes)
+    // Contiguous rows not a multiple of vec long: read over windows from a
+    // vector boundary, head and tail element by element (ODD_ROWS).
+    bool odd_rows = false;
     bool log = false;
     bool subgroup_rows = false;
     bool accurate = false;
