@@ -3,7 +3,8 @@
 # validation layer and the GPU's Vulkan driver installed): lists devices,
 # runs the demo, the whole GPU test suite with every sweep at full size (a
 # CPU driver runs a share of each sweep), the CLI and concurrency tests, the
-# embedding example and tests, and the full conformance catalogue on the
+# embedding and fused examples and the embedding tests, and the full
+# conformance catalogue on the
 # default device (twice where it offers subgroup uniform control flow: with
 # it and without). Run from the repository root after building. Logs and
 # the conformance JSON go to $OUT.
@@ -19,6 +20,7 @@ grep "^GPU tests on" "$out/tests.txt"
 grep -A5 "Failure" "$out/tests.txt" | cut -c1-300 | head -12
 build/bin/vksoftmax_cli_tests --gtest_brief=1 > "$out/cli.txt" 2>&1; cli_rc=$?; grep -E "Failure|FAILED|PASSED|SKIPPED" "$out/cli.txt" | head -8
 build/bin/embed; embed_rc=$?
+build/bin/fused; fused_rc=$?
 build/bin/vksoftmax_embed_tests --gtest_brief=1 2>&1 | tail -4; embed_tests_rc=${PIPESTATUS[0]}
 build/bin/vksoftmax conformance --json "$out/conformance.json" > "$out/conformance.txt" 2>&1; conf_rc=$?
 grep -E "FAIL|^device" "$out/conformance.txt" | head -20; tail -1 "$out/conformance.txt"
@@ -35,5 +37,5 @@ fi
 timeout 60 build/bin/vksoftmax_concurrency_tests > "$out/concurrency.txt" 2>&1; concurrency_rc=$?
 grep -E "^\[ +(OK|FAILED) +\]|PASSED|FAILED" "$out/concurrency.txt" | tail -6
 [ "$concurrency_rc" = 124 ] && echo "concurrency: timed out after 60 s in $(grep "RUN" "$out/concurrency.txt" | tail -1)"
-echo "demo rc=$demo_rc gpu tests rc=$tests_rc cli tests rc=$cli_rc concurrency rc=$concurrency_rc embed rc=$embed_rc embed tests rc=$embed_tests_rc conformance rc=$conf_rc without uniform control flow rc=$conf2_rc"
-[ "$demo_rc$tests_rc$cli_rc$concurrency_rc$embed_rc$embed_tests_rc$conf_rc$conf2_rc" = "00000000" ]
+echo "demo rc=$demo_rc gpu tests rc=$tests_rc cli tests rc=$cli_rc concurrency rc=$concurrency_rc embed rc=$embed_rc fused rc=$fused_rc embed tests rc=$embed_tests_rc conformance rc=$conf_rc without uniform control flow rc=$conf2_rc"
+[ "$demo_rc$tests_rc$cli_rc$concurrency_rc$embed_rc$fused_rc$embed_tests_rc$conf_rc$conf2_rc" = "000000000" ]

@@ -39,7 +39,7 @@ struct Span { uint base; uint stride; uint first; uint end; };
 // read as -inf and are never read.
 vec4 load_part(Span row, uint i) {
     vec4 o;
-    for (uint c = 0u; c < 4u; ++c) o[c] = i + c >= row.first && i + c < row.end ? float(x_s[row.base + i + c]) : neg_inf();
+    for (uint c = 0u; c < 4u; ++c) o[c] = i + c >= row.first && i + c < row.end ? float(x_s[row.base + i + c]) : vksm_neg_inf();
     return o;
 }
 
@@ -60,12 +60,12 @@ vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane) {
     if (VEC == 4u) {
         uint i = tile_begin + 4u * (j * lanes + lane);
         if (!whole_vector(row, i)) return load_part(row, i);
-        return i < row.end ? load4((row.base + i) >> 2) : vec4(neg_inf());
+        return i < row.end ? load4((row.base + i) >> 2) : vec4(vksm_neg_inf());
     }
     vec4 o;
     for (uint c = 0u; c < 4u; ++c) {
         uint i = tile_begin + (j * 4u + c) * lanes + lane;
-        o[c] = i < row.end ? float(x_s[row.base + i * row.stride]) : neg_inf();
+        o[c] = i < row.end ? float(x_s[row.base + i * row.stride]) : vksm_neg_inf();
     }
     return o;
 }
@@ -78,7 +78,7 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane) {
         // One 16-byte access fills a pair of slots (the plan keeps SLOTS even).
         for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
             uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
-            vec4 a = vec4(neg_inf()), b = vec4(neg_inf());
+            vec4 a = vec4(vksm_neg_inf()), b = vec4(vksm_neg_inf());
             if (!whole_vector(row, i)) {
                 a = load_part(row, i);
                 b = load_part(row, i + 4u);
@@ -100,8 +100,8 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane) {
 // told by two integer maxima of the bits (+inf and positive NaNs are the
 // largest signed patterns, negative NaNs the unsigned ones above -inf), so
 // the max's value does not matter when there is one.
-Stat lane_max_and_flags(uint j0, uint j1) {
-    float m = neg_inf();
+VksmStat lane_max_and_flags(uint j0, uint j1) {
+    float m = vksm_neg_inf();
     uint hu = 0u;
     int hi = -2147483647 - 1;
     for (uint j = j0; j < j1; ++j)
@@ -111,46 +111,30 @@ Stat lane_max_and_flags(uint j0, uint j1) {
             hu = max(hu, floatBitsToUint(x));
             hi = max(hi, floatBitsToInt(x));
         }
-    if (hu > 0xff800000u || hi >= 0x7f800000) return Stat(-FLT_MAX, 0.0, F_POISON);
+    if (hu > 0xff800000u || hi >= 0x7f800000) return VksmStat(-VKSM_FLT_MAX, 0.0, VKSM_F_POISON);
     // Only -inf (or no element) left when the max is -inf.
-    if (floatBitsToUint(m) == 0xff800000u) return Stat(-FLT_MAX, 0.0, 0u);
-    return Stat(m, 0.0, F_FINITE);
+    if (floatBitsToUint(m) == 0xff800000u) return VksmStat(-VKSM_FLT_MAX, 0.0, 0u);
+    return VksmStat(m, 0.0, VKSM_F_FINITE);
 }
 
 // This lane's statistic of the tile held in its slots.
-Stat lane_tile_statistic() {
-    Stat s = lane_max_and_flags(0u, SLOTS);
+VksmStat lane_tile_statistic() {
+    VksmStat s = lane_max_and_flags(0u, SLOTS);
     for (uint j = 0u; j < SLOTS; ++j)
-        for (uint c = 0u; c < 4u; ++c) s.d += element_exp(slots[j][c] - s.m);
+        for (uint c = 0u; c < 4u; ++c) s.d += vksm_element_exp(slots[j][c] - s.m);
     return s;
-}
-
-// v / 2, exactly, by lowering the exponent where v is large: written on the
-// bits so that no algebraic rewrite can fold it back into v (Vulkan allows
-// reassociation; 0.5 * x - 0.5 * m became x - m again on NVIDIA).
-float halve(float v) {
-    return abs(v) >= 1.0 ? uintBitsToFloat(floatBitsToUint(v) - 0x00800000u) : 0.5 * v;
-}
-
-// (x - m) / T for log-softmax. x - m overflows fp32 when x and m are far
-// apart (-FLT_MAX beside FLT_MAX) although (x - m) / T may be finite for
-// T > 1. Decided on the inputs, not by testing x - m for infinity: a
-// computed value may be assumed finite and the test folded away.
-float log_shift(float x, float m) {
-    bool huge = max(abs(x), abs(m)) >= 8.5070592e37;  // 2^126: x - m may overflow
-    return huge ? (halve(x) - halve(m)) * (2.0 * pc.inv_t) : (x - m) * pc.inv_t;
 }
 
 // The output of slot j given the row's statistic. `exps`: the slots
 // already hold exp((x - m) / T) (single-tile softmax).
-vec4 slot_output(uint j, Stat s, bool exps, float inv_d, float log_d, bool bad) {
+vec4 slot_output(uint j, VksmStat s, bool exps, float inv_d, float log_d, bool bad) {
     vec4 o;
     for (uint c = 0u; c < 4u; ++c) {
         float x = slots[j][c];
         if (exps) o[c] = x * inv_d;
-        else if (LOG) o[c] = classify(x) == C_FINITE ? log_shift(x, s.m) - log_d : neg_inf();
-        else o[c] = element_exp(x - s.m) * inv_d;
-        o[c] = bad ? nan_value() : o[c];
+        else if (LOG) o[c] = vksm_classify(x) == VKSM_C_FINITE ? vksm_log_shift(x, s.m) - log_d : vksm_neg_inf();
+        else o[c] = vksm_element_exp(x - s.m) * inv_d;
+        o[c] = bad ? vksm_nan() : o[c];
     }
     return o;
 }
@@ -159,7 +143,7 @@ vec4 slot_output(uint j, Stat s, bool exps, float inv_d, float log_d, bool bad) 
 // tile at tile_begin (1- and 4-wide accesses). A 4-wide output is computed
 // only where it is stored: computing outputs first made no fp32 row faster,
 // and gave NaN rows in some geometries on NVIDIA 580.159.04 (bench/NOTES.md).
-void write_slot(Span row, uint tile_begin, uint p, uint lanes, uint lane, uint j, Stat s, bool exps, float inv_d,
+void write_slot(Span row, uint tile_begin, uint p, uint lanes, uint lane, uint j, VksmStat s, bool exps, float inv_d,
                 float log_d, bool bad) {
     if (VEC == 4u) {
         uint i = tile_begin + 4u * (p * lanes + lane);
@@ -179,8 +163,8 @@ void write_slot(Span row, uint tile_begin, uint p, uint lanes, uint lane, uint j
 // store: computing each store's outputs just before it made those rows
 // 1.6-2.5x slower on NVIDIA. Narrower accesses keep the interleaved form
 // (write_slot).
-void write_tile(Span row, uint tile_begin, uint lanes, uint lane, Stat s, bool exps) {
-    bool bad = (s.f & F_POISON) != 0u || (s.f & F_FINITE) == 0u;
+void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bool exps) {
+    bool bad = (s.f & VKSM_F_POISON) != 0u || (s.f & VKSM_F_FINITE) == 0u;
     float inv_d = 1.0 / s.d;
     float log_d = log(s.d);
     if (VEC == 8u) {
@@ -202,12 +186,12 @@ void write_tile(Span row, uint tile_begin, uint lanes, uint lane, Stat s, bool e
 // The group's statistic of the span from `begin` (a multiple of the tile)
 // to its end, read tile by tile (a row longer than one tile, and split
 // pass 1).
-Stat span_stat(Span row, uint begin, uint tile, uint lanes, uint lane) {
-    Stat s = stat_empty();
+VksmStat span_stat(Span row, uint begin, uint tile, uint lanes, uint lane) {
+    VksmStat s = vksm_stat_empty();
     uint tiles = (row.end - begin + tile - 1u) / tile;
     for (uint t = 0u; t < tiles; ++t) {
         load_tile(row, begin + t * tile, lanes, lane);
-        s = stat_merge(s, lane_tile_statistic());
+        s = vksm_stat_merge(s, lane_tile_statistic());
     }
     return group_stat(s);
 }
@@ -215,7 +199,7 @@ Stat span_stat(Span row, uint begin, uint tile, uint lanes, uint lane) {
 // Writes the span from `begin` given the row's statistic, re-reading it
 // last tile first: those were read last by span_stat, so they are the
 // likeliest to still be in L2.
-void span_write(Span row, uint begin, uint tile, uint lanes, uint lane, Stat s) {
+void span_write(Span row, uint begin, uint tile, uint lanes, uint lane, VksmStat s) {
     for (uint t = (row.end - begin + tile - 1u) / tile; t > 0u; --t) {
         uint t0 = begin + (t - 1u) * tile;
         load_tile(row, t0, lanes, lane);
@@ -251,7 +235,7 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
         rows[j] = row_span(min(r0 + j, pc.rows - 1u));
         slots[j] = load_slot(rows[j], 0u, 0u, lanes, lane);
     }
-    Stat s[SLOTS];
+    VksmStat s[SLOTS];
     for (uint j = 0u; j < SLOTS; ++j) {
         s[j] = lane_max_and_flags(j, j + 1u);
         slot_row_max_or(s[j].m, s[j].f);
@@ -259,14 +243,14 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
     for (uint j = 0u; j < SLOTS; ++j) {
         float d = 0.0;
         for (uint c = 0u; c < 4u; ++c) {
-            float e = element_exp(slots[j][c] - s[j].m);
+            float e = vksm_element_exp(slots[j][c] - s[j].m);
             d += e;
             if (!LOG) slots[j][c] = e;
         }
         s[j].d = slot_row_add(d);
     }
     for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j) {
-        bool bad = (s[j].f & F_POISON) != 0u || (s[j].f & F_FINITE) == 0u;
+        bool bad = (s[j].f & VKSM_F_POISON) != 0u || (s[j].f & VKSM_F_FINITE) == 0u;
         write_slot(rows[j], 0u, 0u, lanes, lane, j, s[j], !LOG, 1.0 / s[j].d, log(s[j].d), bad);
     }
 }
@@ -319,19 +303,19 @@ void main() MAIN_ATTRIBUTES {
             if (KIND == KIND_ROW_IN_REGISTERS && row.end <= tile) {
                 // KIND_ROW_IN_REGISTERS: read once, reduced, written once.
                 load_tile(row, 0u, lanes, lane);
-                Stat s = lane_max_and_flags(0u, SLOTS);
+                VksmStat s = lane_max_and_flags(0u, SLOTS);
                 float m = s.m;
                 uint f = s.f;
                 group_max_or(m, f);
                 float d = 0.0;
                 for (uint j = 0u; j < SLOTS; ++j)
                     for (uint c = 0u; c < 4u; ++c) {
-                        float e = element_exp(slots[j][c] - m);
+                        float e = vksm_element_exp(slots[j][c] - m);
                         d += e;
                         if (!LOG) slots[j][c] = e;
                     }
                 d = group_add(d);
-                write_tile(row, 0u, lanes, lane, Stat(m, d, f), !LOG);
+                write_tile(row, 0u, lanes, lane, VksmStat(m, d, f), !LOG);
             } else {
                 // KIND_ROW_IN_TILES: folded tile by tile into (m, d), then
                 // re-read and written.
@@ -357,16 +341,16 @@ void main() MAIN_ATTRIBUTES {
         row.end = max(begin, min(row.end, begin + pc.chunk));
         if (KIND == KIND_SPLIT_STATISTICS) {
             // Pass 1: the chunk's (m, d) and flags.
-            Stat s = span_stat(row, begin, tile, lanes, lane);
+            VksmStat s = span_stat(row, begin, tile, lanes, lane);
             if (lane == 0u) part[item] = Partial(s.m, s.d, s.f, 0u);
         } else {
             // Pass 2: every workgroup of the row merges all of the row's
             // partials (a few hundred reads, cheaper than a third dispatch),
             // then normalizes its own chunk.
-            Stat s = stat_empty();
+            VksmStat s = vksm_stat_empty();
             for (uint i = lane; i < pc.chunks; i += lanes) {
                 Partial p = part[r * pc.chunks + i];
-                s = stat_merge(s, Stat(p.m, p.d, p.f));
+                s = vksm_stat_merge(s, VksmStat(p.m, p.d, p.f));
             }
             span_write(row, begin, tile, lanes, lane, group_stat(s));
         }

@@ -1,5 +1,7 @@
-// Shared pieces of every softmax variant: storage access, non-finite
-// classification, the online (m, d) statistic and the group reductions.
+// Shared pieces of every softmax variant: storage access and the group
+// reductions here; the non-finite classification, the exp and the online
+// (m, d) statistic from the public include vksoftmax/softmax.glsl, which
+// hosts compile into their own shaders.
 //
 // Defines chosen at build time (one SPIR-V module each):
 //   STORAGE_F16   tensors are float16 in memory; all arithmetic stays fp32,
@@ -111,61 +113,11 @@ layout(push_constant) uniform Params {
     float inv_t;    // 1 / temperature
 } pc;
 
-const float FLT_MAX = 3.402823466e38;
-// Flags, OR-reduced over a row.
-const uint F_POISON = 1u;  // a NaN or +inf: the whole row is NaN (SciPy, PyTorch)
-const uint F_FINITE = 2u;  // at least one finite element: else the row is NaN
-const uint C_FINITE = 0u, C_NEGINF = 1u, C_POISON = 2u;
-
-// Classified on the bits: the Vulkan environment lets the compiler assume
-// float operands are not Inf or NaN, so isnan()/isinf() may be folded away.
-
-uint classify(float x) {
-    uint b = floatBitsToUint(x);
-    uint a = b & 0x7fffffffu;
-    if (a < 0x7f800000u) return C_FINITE;
-    return (b == 0xff800000u) ? C_NEGINF : C_POISON;
-}
-float nan_value() { return uintBitsToFloat(0x7fc00000u); }
-float neg_inf() { return uintBitsToFloat(0xff800000u); }
-
-// exp on [-104, 0]: ln2 split in two (Cody-Waite) so r is exact to ~2^-32,
-// then a degree-7 Taylor polynomial on |r| <= ln2/2 (error < 2^-27),
-// scaled by 2^k in two steps so that subnormal results stay exact.
-float exp_accurate(float t) {
-    precise float k = floor(t * 1.44269504 + 0.5);
-    precise float r = (t - k * 0.693145752) - k * 1.42860677e-6;
-    float p = 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    int ki = int(k);
-    int k1 = ki / 2;
-    return ldexp(ldexp(p, k1), ki - k1);
-}
-
-// exp(t * inv_t) for t <= 0. exp(-inf) is undefined in Vulkan and t may be
-// -inf (an overflowed difference) or the statistic's sentinel: anything
-// below -104 underflows to 0 in fp32, so select 0 instead of calling exp.
-float scaled_exp(float t) {
-    float s = t * pc.inv_t;
-    float e = ACCURATE ? exp_accurate(max(s, -104.0)) : exp(max(s, -104.0));
-    return s > -104.0 ? e : 0.0;
-}
-
-// The same for every element of a tile, in fewer instructions (the fp16
-// row shapes are bound by per-element work, bench/NOTES.md): no select,
-// because the argument is clamped where 2^t is exactly 0 in fp32
-// (2^-200 is far below the smallest subnormal), so a -inf element
-// (x - m = -inf) gives exactly 0 without ever reaching exp of -inf.
-float element_exp(float t) {
-    if (ACCURATE) return scaled_exp(t);
-    return exp2(max(t * (pc.inv_t * 1.44269504), -200.0));
-}
+// The statistic, its merge, the non-finite rules and exp: the public
+// include, which hosts compile into their own shaders too.
+#define VKSM_INV_T pc.inv_t
+#define VKSM_ACCURATE ACCURATE
+#include "vksoftmax/softmax.glsl"
 
 // ---- group reductions: over a subgroup (SUBGROUP_ROWS) or the workgroup ----
 // A row takes two: the max with the flags' OR (exchanged together), then
@@ -184,7 +136,7 @@ shared float red_f[gl_WorkGroupSize.x];
 // Cross-subgroup step: every lane folds a strided slice of ALL subgroup
 // partials before the subgroup op, so that no partial is lost however many
 // subgroups there are relative to the subgroup size.
-// m is finite here (-FLT_MAX stands for none): a float max, not an integer
+// m is finite here (-VKSM_FLT_MAX stands for none): a float max, not an integer
 // one, because subgroupMax on uint gave wrong maxima on NVIDIA 580.159.04
 // in some pipelines (bench/NOTES.md).
 void group_max_or(inout float m, inout uint f) {
@@ -196,7 +148,7 @@ void group_max_or(inout float m, inout uint f) {
         red_u[gl_SubgroupID] = f;
     }
     barrier();
-    float r = -FLT_MAX;
+    float r = -VKSM_FLT_MAX;
     uint o = 0u;
     for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) {
         r = max(r, red_m[i]);
@@ -287,21 +239,11 @@ uint group_index() { return 0u; }
 #define slot_row_add group_add
 #endif
 
-// ---- the online statistic (m, d, flags) ----
-// m: max over finite elements (-FLT_MAX while there is none; emptiness is
-// told by F_FINITE, not by m); d = sum of exp((x - m) / T) over them.
-struct Stat { float m; float d; uint f; };
-Stat stat_empty() { return Stat(-FLT_MAX, 0.0, 0u); }
-// d is rescaled by exp(m_old - m_new) whenever the max grows.
-Stat stat_merge(Stat a, Stat b) {
-    float m = max(a.m, b.m);
-    return Stat(m, a.d * scaled_exp(a.m - m) + b.d * scaled_exp(b.m - m), a.f | b.f);
-}
 // All of a group's statistics merged into one, known to every lane.
-Stat group_stat(Stat s) {
+VksmStat group_stat(VksmStat s) {
     float m = s.m;
     uint f = s.f;
     group_max_or(m, f);
-    float d = group_add(s.d * scaled_exp(s.m - m));
-    return Stat(m, d, f);
+    float d = group_add(s.d * vksm_scaled_exp(s.m - m));
+    return VksmStat(m, d, f);
 }
