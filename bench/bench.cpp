@@ -342,7 +342,7 @@ Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o
     VkDescriptorBufferInfo infos[3] = {{in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, {in.buffer(), 0, bytes}};
     PushConstants push{static_cast<uint32_t>(bytes / 16), 0, 0, 0, 0, 0.f};
     const Gaps gaps(ctx, dependency, o.iters, out.buffer());
-    return time_calls(ctx, o, 2 * bytes, [&](VkCommandBuffer cb) { pl.dispatch(ctx.vk(), cb, infos, push, groups); },
+    return time_calls(ctx, o, 2 * bytes, [&](VkCommandBuffer cb) { pl.dispatch(ctx.vk(), cb, infos, VK_NULL_HANDLE, push, groups); },
                       &gaps);
 }
 

@@ -3,7 +3,9 @@
 // only, creates its own instance with the validation layer and
 // synchronization validation, its own device, buffers and command buffers,
 // records work before and after the softmax, and fails on any validation
-// message.
+// message. Every test runs twice: on a device with VK_KHR_push_descriptor
+// enabled, and on one without it, where the host hands vksoftmax a
+// descriptor pool.
 #include <gtest/gtest.h>
 #include <vulkan/vulkan.h>
 
@@ -46,7 +48,10 @@ std::vector<double> reference(const float* x, uint32_t rows, uint32_t cols, bool
     return y;
 }
 
-class Embed : public ::testing::Test {
+// How vksoftmax gets its buffers into the shader on the host's device.
+enum class Descriptors { push, host_pool };
+
+class Embed : public ::testing::TestWithParam<Descriptors> {
 protected:
     void SetUp() override {
         VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -99,9 +104,10 @@ protected:
         VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
         dci.queueCreateInfoCount = 1;
         dci.pQueueCreateInfos = &qci;
-        dci.enabledExtensionCount = 1;
+        dci.enabledExtensionCount = GetParam() == Descriptors::push ? 1 : 0;
         dci.ppEnabledExtensionNames = &dext;
         VK(vkCreateDevice(pd_, &dci, nullptr, &dev_));
+        if (GetParam() == Descriptors::host_pool) pool_ = descriptor_pool();
         vkGetDeviceQueue(dev_, family_, 0, &queue_);
         VkPhysicalDeviceProperties props;
         vkGetPhysicalDeviceProperties(pd_, &props);
@@ -118,6 +124,7 @@ protected:
                 vkFreeMemory(dev_, b.second, nullptr);
             }
             for (VkCommandPool p : pools_) vkDestroyCommandPool(dev_, p, nullptr);
+            for (VkDescriptorPool p : descriptor_pools_) vkDestroyDescriptorPool(dev_, p, nullptr);
             vkDestroyDevice(dev_, nullptr);
         }
         if (messenger_) {
@@ -138,8 +145,22 @@ protected:
         d.device = dev_;
         d.queue_family = family_;
         d.get_instance_proc_addr = vkGetInstanceProcAddr;
-        d.push_descriptor = 1;
+        d.push_descriptor = GetParam() == Descriptors::push;
+        d.descriptor_pool = pool_;
         return d;
+    }
+
+    // A pool of the host's for vksoftmax's descriptor sets: 64 records.
+    VkDescriptorPool descriptor_pool() {
+        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 3 * 64};
+        VkDescriptorPoolCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+        ci.maxSets = 64;
+        ci.poolSizeCount = 1;
+        ci.pPoolSizes = &size;
+        VkDescriptorPool pool = VK_NULL_HANDLE;
+        EXPECT_EQ(vkCreateDescriptorPool(dev_, &ci, nullptr, &pool), VK_SUCCESS);
+        descriptor_pools_.push_back(pool);
+        return pool;
     }
 
     // A host-visible buffer (the host maps it to write and read).
@@ -201,12 +222,18 @@ protected:
     VkPhysicalDeviceMemoryProperties memory_{};
     std::vector<std::pair<VkBuffer, VkDeviceMemory>> buffers_;
     std::vector<VkCommandPool> pools_;
+    VkDescriptorPool pool_ = VK_NULL_HANDLE;  // host_pool: the one desc() hands over
+    std::vector<VkDescriptorPool> descriptor_pools_;
 };
+
+std::string descriptors_name(const ::testing::TestParamInfo<Descriptors>& info) {
+    return info.param == Descriptors::push ? "PushDescriptors" : "HostDescriptorPool";
+}
 
 // Host work before (a transfer fill of the workspace region and the
 // host's writes), the softmax at non-zero offsets, host work after (a copy
 // of the output): synchronization validation checks the barrier contract.
-TEST_F(Embed, RecordsIntoTheHostsCommandBufferAtOffsets) {
+TEST_P(Embed, RecordsIntoTheHostsCommandBufferAtOffsets) {
     std::printf("embedding test on validation layer %s\n", validation_ ? "on (with synchronization validation)" : "OFF");
     vksm_context ctx = nullptr;
     char why[256] = "";
@@ -305,9 +332,14 @@ TEST_F(Embed, RecordsIntoTheHostsCommandBufferAtOffsets) {
 // the host's device: each loads its own function tables from the host's
 // vkGetInstanceProcAddr, so none disturbs another. Each thread's plan then
 // runs, recorded into the host's command buffer, against the reference.
-TEST_F(Embed, ContextsFromSeveralThreads) {
+TEST_P(Embed, ContextsFromSeveralThreads) {
     constexpr int kThreads = 4;
-    const vksm_context_desc host_desc = desc();
+    // A pool per context (one host pool must not be used by two at once).
+    vksm_context_desc descs[kThreads];
+    for (int t = 0; t < kThreads; ++t) {
+        descs[t] = desc();
+        if (GetParam() == Descriptors::host_pool) descs[t].descriptor_pool = descriptor_pool();
+    }
     vksm_context contexts[kThreads] = {};
     vksm_plan plans[kThreads] = {};
     vksm_result results[kThreads];
@@ -317,10 +349,10 @@ TEST_F(Embed, ContextsFromSeveralThreads) {
             // One context made and dropped first, so that creation and
             // destruction overlap with the other threads' too.
             vksm_context scratch = nullptr;
-            results[t] = vksm_context_create(&host_desc, &scratch, nullptr, 0);
+            results[t] = vksm_context_create(&descs[t], &scratch, nullptr, 0);
             if (results[t] != VKSM_SUCCESS) return;
             vksm_context_destroy(scratch);
-            results[t] = vksm_context_create(&host_desc, &contexts[t], nullptr, 0);
+            results[t] = vksm_context_create(&descs[t], &contexts[t], nullptr, 0);
             if (results[t] != VKSM_SUCCESS) return;
             const vksm_problem p{uint32_t(5 + t), uint32_t(100 + 37 * t), 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
             results[t] = vksm_plan_create(contexts[t], &p, &plans[t]);
@@ -371,7 +403,7 @@ TEST_F(Embed, ContextsFromSeveralThreads) {
 // crash: NULL pointers, unknown enums, empty and absurd shapes, buffer
 // ranges smaller than the tensor, misaligned offsets, a missing or short
 // workspace, a corrupt pipeline-cache blob, message buffers of 0 and 1 byte.
-TEST_F(Embed, MisuseIsRefused) {
+TEST_P(Embed, MisuseIsRefused) {
     const vksm_context_desc host_desc = desc();
     vksm_context ctx = reinterpret_cast<vksm_context>(&messages_);  // must be cleared on failure
     EXPECT_EQ(vksm_context_create(nullptr, &ctx, nullptr, 0), VKSM_ERROR_INVALID_ARGUMENT);
@@ -473,7 +505,7 @@ TEST_F(Embed, MisuseIsRefused) {
 // first one's input), with the host's barriers before and after only,
 // each checked against the reference. A batch whose outputs overlap is
 // refused, saying which problems and where.
-TEST_F(Embed, BatchRecordsIndependentProblems) {
+TEST_P(Embed, BatchRecordsIndependentProblems) {
     vksm_context ctx = nullptr;
     const vksm_context_desc host_desc = desc();
     ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
@@ -543,7 +575,7 @@ TEST_F(Embed, BatchRecordsIndependentProblems) {
     vksm_context_destroy(ctx);
 }
 
-TEST_F(Embed, TimestampsIntoTheHostsQueryPool) {
+TEST_P(Embed, TimestampsIntoTheHostsQueryPool) {
     vksm_context ctx = nullptr;
     const vksm_context_desc host_desc = desc();
     ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
@@ -589,14 +621,17 @@ TEST_F(Embed, TimestampsIntoTheHostsQueryPool) {
     vksm_context_destroy(ctx);
 }
 
-TEST_F(Embed, SaysWhichFeaturesAreMissing) {
+TEST_P(Embed, SaysWhichFeaturesAreMissing) {
+    // Neither push descriptors nor a pool: refused, saying what would do.
     vksm_context_desc d = desc();
     d.push_descriptor = 0;
+    d.descriptor_pool = VK_NULL_HANDLE;
     vksm_context ctx = nullptr;
     char why[512] = "";
     EXPECT_EQ(vksm_context_create(&d, &ctx, why, sizeof why), VKSM_ERROR_UNSUPPORTED);
     EXPECT_EQ(ctx, nullptr);
     EXPECT_NE(std::string(why).find("VK_KHR_push_descriptor"), std::string::npos) << why;
+    EXPECT_NE(std::string(why).find("descriptor pool"), std::string::npos) << why;
     // fp16 was not enabled on this device: a clear error, not a wrong result.
     const vksm_context_desc host_desc = desc();
     ASSERT_EQ(vksm_context_create(&host_desc, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
@@ -610,7 +645,7 @@ TEST_F(Embed, SaysWhichFeaturesAreMissing) {
     vksm_context_destroy(ctx);
 }
 
-TEST_F(Embed, PipelineCacheRoundTrip) {
+TEST_P(Embed, PipelineCacheRoundTrip) {
     vksm_context ctx = nullptr;
     const vksm_context_desc host_desc = desc();
     ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
@@ -680,7 +715,7 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL watching_get_instance_proc_addr(VkInsta
     return real;
 }
 
-TEST_F(Embed, NamesPipelinesAndLabelsRecordedWork) {
+TEST_P(Embed, NamesPipelinesAndLabelsRecordedWork) {
     if (!validation_) GTEST_SKIP() << "no validation layer: VK_EXT_debug_utils is not enabled on this instance";
     const vksm_problem split{1, 1u << 20, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
     for (int enabled : {1, 0}) {
@@ -720,5 +755,8 @@ TEST_F(Embed, NamesPipelinesAndLabelsRecordedWork) {
         vksm_context_destroy(ctx);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Descriptors, Embed, ::testing::Values(Descriptors::push, Descriptors::host_pool),
+                         descriptors_name);
 
 }  // namespace

@@ -68,22 +68,24 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
             bound.push_back({i, checked_bindings(ctx, *items[i].plan, items[i].in, items[i].out, items[i].workspace)});
     }
     check_no_aliasing(bound);
+    std::vector<VkDescriptorSet> sets;
+    for (const Bound& p : bound) sets.push_back(descriptor_set_for(ctx, *items[p.item].plan, p.bindings));
 
     const DeviceFunctions& vk = ctx.vk();
     ctx.begin_label(cb, "vksoftmax batch of " + std::to_string(count));
     write_timestamp(vk, cb, timestamps, 0);
     std::vector<VkBufferMemoryBarrier> partials;
-    for (const Bound& p : bound) {
-        const Plan& plan = *items[p.item].plan;
-        plan.pipeline[0]->dispatch(vk, cb, p.bindings.infos, plan.push, plan.groups);
-        if (plan.passes > 1) partials.push_back(partials_barrier(plan, items[p.item].workspace));
+    for (size_t k = 0; k < bound.size(); ++k) {
+        const Plan& plan = *items[bound[k].item].plan;
+        plan.pipeline[0]->dispatch(vk, cb, bound[k].bindings.infos, sets[k], plan.push, plan.groups);
+        if (plan.passes > 1) partials.push_back(partials_barrier(plan, items[bound[k].item].workspace));
     }
     if (!partials.empty()) {
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0,
                                 nullptr, static_cast<uint32_t>(partials.size()), partials.data(), 0, nullptr);
-        for (const Bound& p : bound) {
-            const Plan& plan = *items[p.item].plan;
-            if (plan.passes > 1) plan.pipeline[1]->dispatch(vk, cb, p.bindings.infos, plan.push, plan.groups);
+        for (size_t k = 0; k < bound.size(); ++k) {
+            const Plan& plan = *items[bound[k].item].plan;
+            if (plan.passes > 1) plan.pipeline[1]->dispatch(vk, cb, bound[k].bindings.infos, sets[k], plan.push, plan.groups);
         }
     }
     write_timestamp(vk, cb, timestamps, 1);

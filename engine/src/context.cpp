@@ -171,9 +171,11 @@ void Context::adopt_device(const HostDevice& host) {
     else
         info_.timestamp_valid_bits = families[host.queue_family].timestampValidBits;
     if (info_.api_version < VK_API_VERSION_1_1) missing += "; Vulkan 1.1";
-    if (!host.push_descriptor)
-        missing += info_.push_descriptor ? "; VK_KHR_push_descriptor (supported: enable it on the VkDevice)"
-                                         : "; VK_KHR_push_descriptor (not supported by this device)";
+    if (!host.push_descriptor && host.descriptor_pool == VK_NULL_HANDLE)
+        missing += info_.push_descriptor
+                       ? "; VK_KHR_push_descriptor (supported: enable it on the VkDevice), or a descriptor pool"
+                       : "; a descriptor pool for its descriptor sets (VK_KHR_push_descriptor is not supported by this device)";
+    if (!host.push_descriptor) descriptor_pool_ = host.descriptor_pool;
     if (!missing.empty())
         throw Error(ErrorKind::unsupported, "vksoftmax needs on " + info_.name + ":" + missing.substr(1));
     info_.storage_16bit = info_.storage_16bit && host.storage_buffer_16bit;
@@ -318,6 +320,33 @@ void Context::begin_label(VkCommandBuffer cb, const std::string& label) const {
 
 void Context::end_label(VkCommandBuffer cb) const {
     if (debug_utils_) instance_vk_.vkCmdEndDebugUtilsLabelEXT(cb);
+}
+
+VkDescriptorSet Context::descriptor_set(VkDescriptorSetLayout layout, const VkDescriptorBufferInfo (&buffers)[3],
+                                        const std::string& what) const {
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = descriptor_pool_;
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    {
+        // vkAllocateDescriptorSets needs the pool externally synchronized:
+        // records on several threads take turns here.
+        std::lock_guard<std::mutex> lock(descriptor_pool_mutex_);
+        check(vk_.vkAllocateDescriptorSets(device_.get(), &ai, &set), "vkAllocateDescriptorSets",
+              "the host's descriptor pool, for " + what);
+    }
+    VkWriteDescriptorSet writes[3];
+    for (uint32_t i = 0; i < 3; ++i) {
+        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[i].dstSet = set;
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &buffers[i];
+    }
+    vk_.vkUpdateDescriptorSets(device_.get(), 3, writes, 0, nullptr);
+    return set;
 }
 
 }  // namespace vksoftmax

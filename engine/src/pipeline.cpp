@@ -36,7 +36,8 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     if (ctx.capturing_statistics()) read_statistics(ctx, what);
 }
 
-// Three storage buffers set by push descriptors, and the push constants.
+// Three storage buffers (set by push descriptors, or in a descriptor set
+// from the host's pool: Context::push_descriptors()), and the push constants.
 void Pipeline::create_layouts(Context& ctx, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
@@ -48,7 +49,7 @@ void Pipeline::create_layouts(Context& ctx, const std::string& what) {
         bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     }
     VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+    dl.flags = ctx.push_descriptors() ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
     dl.bindingCount = static_cast<uint32_t>(bindings.size());
     dl.pBindings = bindings.data();
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
@@ -134,17 +135,21 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
 }
 
 void Pipeline::dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],
-                        const PushConstants& push, uint32_t groups) const {
-    VkWriteDescriptorSet writes[3];
-    for (uint32_t i = 0; i < 3; ++i) {
-        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-        writes[i].dstBinding = i;
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &buffers[i];
-    }
+                        VkDescriptorSet set, const PushConstants& push, uint32_t groups) const {
     vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_.get());
-    vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, 3, writes);
+    if (set != VK_NULL_HANDLE) {
+        vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, 1, &set, 0, nullptr);
+    } else {
+        VkWriteDescriptorSet writes[3];
+        for (uint32_t i = 0; i < 3; ++i) {
+            writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+            writes[i].dstBinding = i;
+            writes[i].descriptorCount = 1;
+            writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+            writes[i].pBufferInfo = &buffers[i];
+        }
+        vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, 3, writes);
+    }
     vk.vkCmdPushConstants(cb, layout_.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants), &push);
     vk.vkCmdDispatch(cb, groups, 1, 1);
 }

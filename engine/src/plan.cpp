@@ -401,6 +401,11 @@ Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRang
                       has_ws ? plan.workspace_bytes : plan.tensor_bytes}}};
 }
 
+VkDescriptorSet descriptor_set_for(const Context& ctx, const Plan& plan, const Bindings& bindings) {
+    if (ctx.push_descriptors()) return VK_NULL_HANDLE;
+    return ctx.descriptor_set(plan.pipeline[0]->set_layout(), bindings.infos, plan.label);
+}
+
 void write_timestamp(const DeviceFunctions& vk, VkCommandBuffer cb, const Timestamps& timestamps, uint32_t index) {
     if (timestamps.pool)
         vk.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps.pool, timestamps.first + index);
@@ -422,6 +427,7 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
     if (plan.passes == 0) return;
     const DeviceFunctions& vk = ctx.vk();
     const Bindings bindings = checked_bindings(ctx, plan, in, out, workspace);
+    const VkDescriptorSet set = descriptor_set_for(ctx, plan, bindings);
     ctx.begin_label(cb, plan.label);
     write_timestamp(vk, cb, timestamps, 0);
     for (uint32_t p = 0; p < plan.passes; ++p) {
@@ -431,7 +437,7 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
             vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
                                     0, nullptr, 1, &b, 0, nullptr);
         }
-        plan.pipeline[p]->dispatch(vk, cb, bindings.infos, plan.push, plan.groups);
+        plan.pipeline[p]->dispatch(vk, cb, bindings.infos, set, plan.push, plan.groups);
         write_timestamp(vk, cb, timestamps, p + 1);
     }
     ctx.end_label(cb);

@@ -17,6 +17,12 @@ struct Bindings {
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
                           const BufferRange& workspace);
 
+// The descriptor set that holds the bindings, from the host's pool, where
+// the context has no push descriptors; VK_NULL_HANDLE where it has them.
+// One per problem, for both of a split plan's passes (their set layouts
+// are identically defined).
+VkDescriptorSet descriptor_set_for(const Context& ctx, const Plan& plan, const Bindings& bindings);
+
 // Timestamp `index` of `timestamps` at the bottom of the pipe, where the
 // caller gave a query pool.
 void write_timestamp(const DeviceFunctions& vk, VkCommandBuffer cb, const Timestamps& timestamps, uint32_t index);

@@ -67,13 +67,16 @@ struct HostDevice {
     uint32_t queue_family = 0;  // where the host will submit the recorded work
     PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;  // the host's loader entry
     // What the host enabled on `device` (vksoftmax cannot see it):
-    bool push_descriptor = false;         // VK_KHR_push_descriptor: required
+    bool push_descriptor = false;         // VK_KHR_push_descriptor; without it, descriptor_pool
     bool storage_buffer_16bit = false;    // storageBuffer16BitAccess: fp16 tensors
     bool subgroup_size_control = false;   // subgroupSizeControl (+ computeFullSubgroups)
     bool subgroup_uniform_control_flow = false;  // VK_KHR_shader_subgroup_uniform_control_flow: recommended
     bool debug_utils = false;  // VK_EXT_debug_utils on the instance: pipelines named, recorded work labelled
     // A blob from Context::pipeline_cache_data() of an earlier run, or empty.
     std::vector<uint8_t> pipeline_cache;
+    // Without push descriptors: the host's pool, from which each record
+    // allocates one descriptor set (vksm_context_desc::descriptor_pool).
+    VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
 };
 
 class Context {
@@ -102,6 +105,15 @@ public:
     // a Context that owns its device: an adopted one submits nothing.
     void submit_and_wait(const std::function<void(VkCommandBuffer)>& record);
     bool adopted() const { return adopted_; }
+
+    // How recorded dispatches get their buffers: push descriptors (a
+    // Context of its own, or a host that enabled them), else descriptor
+    // sets from the host's pool: descriptor_set() allocates one and writes
+    // `buffers` into it (serialized on this context; the host must not use
+    // the pool meanwhile).
+    bool push_descriptors() const { return descriptor_pool_ == VK_NULL_HANDLE; }
+    VkDescriptorSet descriptor_set(VkDescriptorSetLayout layout, const VkDescriptorBufferInfo (&buffers)[3],
+                                   const std::string& what) const;
 
     // The pipeline cache's contents, to hand back through
     // HostDevice::pipeline_cache next time.
@@ -156,6 +168,8 @@ private:
     std::mutex submit_mutex_;
 
     std::mutex pipelines_mutex_;
+    VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;  // the host's (borrowed); null: push descriptors
+    mutable std::mutex descriptor_pool_mutex_;
     std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
 
     bool capture_statistics_ = false;

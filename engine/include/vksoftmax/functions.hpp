@@ -76,6 +76,9 @@
     F(vkCmdWriteTimestamp)                    \
     F(vkCmdBindPipeline)                      \
     F(vkCmdPushDescriptorSetKHR)              \
+    F(vkAllocateDescriptorSets)               \
+    F(vkUpdateDescriptorSets)                 \
+    F(vkCmdBindDescriptorSets)                \
     F(vkCmdPushConstants)                     \
     F(vkCmdDispatch)                          \
     F(vkCmdPipelineBarrier)                   \

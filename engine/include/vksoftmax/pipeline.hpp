@@ -58,17 +58,21 @@ struct PushConstants {
 };
 
 // Descriptor bindings: 0 input, 1 output, 2 workspace; set by
-// vkCmdPushDescriptorSetKHR, so nothing is allocated per dispatch.
+// vkCmdPushDescriptorSetKHR, so nothing is allocated per dispatch, or where
+// the context has no push descriptors, by a descriptor set from the host's
+// pool (Context::descriptor_set()).
 class Pipeline {
 public:
     Pipeline(Context& ctx, const PipelineKey& key);
     VkPipeline pipeline() const { return pipeline_.get(); }
     VkPipelineLayout layout() const { return layout_.get(); }
     const PipelineKey& key() const { return key_; }
-    // Records: bind, push the three buffer descriptors and the constants,
+    // Records: bind, push the three buffer descriptors (or bind `set`,
+    // which holds them, where it is not VK_NULL_HANDLE) and the constants,
     // dispatch `groups` workgroups.
     void dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],
-                  const PushConstants& push, uint32_t groups) const;
+                  VkDescriptorSet set, const PushConstants& push, uint32_t groups) const;
+    VkDescriptorSetLayout set_layout() const { return set_layout_.get(); }
     // The driver's statistics of this pipeline ("Register Count: 40", ...),
     // where the context captures them; empty otherwise.
     std::vector<std::string> statistics() const { return statistics_; }

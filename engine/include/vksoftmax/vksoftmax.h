@@ -65,7 +65,7 @@ typedef struct vksm_context_desc {
     uint32_t queue_family;                        /* the family the host submits the work to */
     PFN_vkGetInstanceProcAddr get_instance_proc_addr;
     /* What the host enabled on `device` (nonzero = enabled). */
-    int push_descriptor;                          /* VK_KHR_push_descriptor: required */
+    int push_descriptor;                          /* VK_KHR_push_descriptor; else descriptor_pool */
     int storage_buffer_16bit_access;              /* for VKSM_F16 */
     int subgroup_size_control;                    /* subgroupSizeControl and computeFullSubgroups */
     int subgroup_uniform_control_flow;            /* VK_KHR_shader_subgroup_uniform_control_flow:
@@ -80,6 +80,18 @@ typedef struct vksm_context_desc {
      * (outer 64, axis 3000, inner 1) (subgroup-row)"), for RenderDoc,
      * Nsight Graphics and the validation layer's messages. */
     int debug_utils;
+    /* Where push_descriptor is 0 (a device without VK_KHR_push_descriptor, or
+     * a host that did not enable it): a descriptor pool of the host's.
+     * Each vksm_record() allocates one descriptor set of 3 storage-buffer
+     * descriptors from it (vksm_record_batch() one per problem), which the
+     * command buffer then uses: reset the pool (or destroy it) only once
+     * that work is complete, and keep it free for one set per record until
+     * then (an allocation the driver refuses, such as
+     * VK_ERROR_OUT_OF_POOL_MEMORY, is reported as VKSM_ERROR_VULKAN).
+     * vksoftmax serializes its own use of the pool, but the host must not
+     * use it while a vksm_record() on this context runs. Give each context
+     * its own pool. Ignored where push_descriptor is set. */
+    VkDescriptorPool descriptor_pool;
 } vksm_context_desc;
 
 /* Softmax along `axis` of a dense row-major tensor seen as (outer, axis, inner). */
