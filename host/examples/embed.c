@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <vulkan/vulkan.h>
 
-#include "example_vulkan.h"
+#include "example_context.h"
 #include "fill_spv.h" /* fill.comp, compiled by glslangValidator --vn fill_spv */
 #include "vksoftmax/vksoftmax.h"
 
@@ -53,13 +53,7 @@ int main(void) {
     example_create_device(&g, exts, ucf_offered ? 2 : 1, ucf_offered ? &feats : NULL);
 
     /* vksoftmax on the host's device. */
-    vksm_context_desc desc = {0};
-    desc.instance = g.instance;
-    desc.physical_device = g.physical;
-    desc.device = g.device;
-    desc.queue_family = g.family;
-    desc.get_instance_proc_addr = vkGetInstanceProcAddr;
-    desc.push_descriptor = 1;
+    vksm_context_desc desc = example_context_desc(&g);
     desc.subgroup_uniform_control_flow = ucf_offered;
     vksm_context ctx;
     char why[512];

@@ -81,8 +81,14 @@ ExampleBuffer example_buffer(const ExampleGpu* g, VkDeviceSize bytes) {
     VkMemoryAllocateInfo ai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     ai.allocationSize = req.size;
     ai.memoryTypeIndex = UINT32_MAX;
-    for (uint32_t i = 0; i < mp.memoryTypeCount && ai.memoryTypeIndex == UINT32_MAX; ++i)
-        if ((req.memoryTypeBits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & want) == want) ai.memoryTypeIndex = i;
+    /* Device-local first where the device maps such memory (resizable BAR):
+     * shaders then read it at the device's speed. */
+    for (int pass = 0; pass < 2; ++pass)
+        for (uint32_t i = 0; i < mp.memoryTypeCount && ai.memoryTypeIndex == UINT32_MAX; ++i) {
+            const VkMemoryPropertyFlags flags = want | (pass == 0 ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT : 0);
+            if ((req.memoryTypeBits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & flags) == flags)
+                ai.memoryTypeIndex = i;
+        }
     if (ai.memoryTypeIndex == UINT32_MAX) {
         fprintf(stderr, "example: no host-visible coherent memory\n");
         exit(1);

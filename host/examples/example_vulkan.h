@@ -43,6 +43,7 @@ int example_device_has_extension(const ExampleGpu* g, const char* extension);
 void example_create_device(ExampleGpu* g, const char* const* extensions, uint32_t extension_count, const void* features);
 void example_close(ExampleGpu* g);
 
+/* Host-visible and coherent, mapped; device-local too where offered. */
 ExampleBuffer example_buffer(const ExampleGpu* g, VkDeviceSize bytes);
 void example_free_buffer(const ExampleGpu* g, ExampleBuffer* b);
 

@@ -11,6 +11,9 @@ layout(local_size_x = 64) in;
 // true: each subgroup takes rows (vksm_softmax_subgroup_row); false: the
 // workgroup takes each row (vksm_softmax_workgroup_row).
 layout(constant_id = 0) const bool SUBGROUP_ROWS = false;
+// true: the linear layer alone, its logits stored into the output (the
+// unfused baseline of fused_timing.c, which then records vksoftmax on them).
+layout(constant_id = 1) const bool LOGITS_ONLY = false;
 layout(std430, binding = 0) readonly buffer Weights { float w[]; };  // classes x features
 layout(std430, binding = 1) readonly buffer Inputs { float x[]; };   // rows x features
 layout(std430, binding = 2) writeonly buffer Outputs { float y[]; }; // rows x classes
@@ -28,6 +31,11 @@ float logit(uint row, uint j) {
 #include "vksoftmax/softmax.glsl"
 
 void main() {
+    if (LOGITS_ONLY) {
+        for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x)
+            for (uint j = gl_LocalInvocationIndex; j < p.classes; j += gl_WorkGroupSize.x) y[row * p.classes + j] = logit(row, j);
+        return;
+    }
     bool log_softmax = p.log_softmax != 0u;
     if (SUBGROUP_ROWS) {
         for (uint row = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID; row < p.rows;
