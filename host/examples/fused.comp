@@ -14,6 +14,10 @@ layout(constant_id = 0) const bool SUBGROUP_ROWS = false;
 // true: the linear layer alone, its logits stored into the output (the
 // unfused baseline of fused_timing.c, which then records vksoftmax on them).
 layout(constant_id = 1) const bool LOGITS_ONLY = false;
+// true: the logits are the linear layer's; false: a cheap producer, the
+// host's scale and per-class bias on scores it already holds (x: rows x
+// classes, w: one bias per class), where fusing saves the most.
+layout(constant_id = 2) const bool LINEAR_LAYER = true;
 layout(std430, binding = 0) readonly buffer Weights { float w[]; };  // classes x features
 layout(std430, binding = 1) readonly buffer Inputs { float x[]; };   // rows x features
 layout(std430, binding = 2) writeonly buffer Outputs { float y[]; }; // rows x classes
@@ -21,11 +25,15 @@ layout(push_constant) uniform Params { uint rows, classes, features, log_softmax
 
 float logit(uint row, uint j) {
     if (j % 7u == row % 7u) return uintBitsToFloat(0xff800000u);  // masked: -inf
+    if (!LINEAR_LAYER) return 0.5 * x[row * p.classes + j] + w[j];
     float z = 0.0;
     for (uint k = 0u; k < p.features; ++k) z += w[j * p.features + k] * x[row * p.features + k];
     return z;
 }
 
+// Each logit is computed once and kept in registers (up to 32 per
+// invocation: rows of 1000 fit 64 invocations, or a subgroup of 32).
+#define VKSM_ROW_CACHE 32
 #define VKSM_LOAD(row, i) logit(row, i)
 #define VKSM_STORE(row, i, v) y[(row) * p.classes + (i)] = (v)
 #include "vksoftmax/softmax.glsl"
@@ -40,9 +48,9 @@ void main() {
     if (SUBGROUP_ROWS) {
         for (uint row = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID; row < p.rows;
              row += gl_NumWorkGroups.x * gl_NumSubgroups)
-            vksm_softmax_subgroup_row(row, p.classes, log_softmax);
+            vksm_softmax_subgroup_row_cached(row, p.classes, log_softmax);
     } else {
         for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x)
-            vksm_softmax_workgroup_row(row, p.classes, log_softmax);
+            vksm_softmax_workgroup_row_cached(row, p.classes, log_softmax);
     }
 }

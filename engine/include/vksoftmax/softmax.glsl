@@ -28,6 +28,11 @@
 //       size; define it smaller if you know the subgroup size).
 //   Both read each element twice (once for the statistic, once for the
 //   output) and keep nothing of the row in registers, so any n works.
+//     void vksm_softmax_subgroup_row_cached(uint row, uint n, bool log_softmax)
+//     void vksm_softmax_workgroup_row_cached(uint row, uint n, bool log_softmax)
+//       the same, each element loaded once and kept in registers, for rows
+//       of up to VKSM_ROW_CACHE (default 16) elements per invocation
+//       (longer rows: the functions above); the same call rules.
 //
 // Non-finite inputs, as in SciPy and PyTorch: a row holding a NaN or +inf is
 // NaN everywhere; a row with no finite element (all -inf) is NaN; a -inf
@@ -151,6 +156,9 @@ float vksm_output(float x, VksmStat s, bool log_softmax) {
 #ifndef VKSM_MAX_SUBGROUPS
 #define VKSM_MAX_SUBGROUPS gl_WorkGroupSize.x
 #endif
+#ifndef VKSM_ROW_CACHE
+#define VKSM_ROW_CACHE 16
+#endif
 shared float vksm_shared_m[VKSM_MAX_SUBGROUPS];
 shared float vksm_shared_d[VKSM_MAX_SUBGROUPS];
 shared uint vksm_shared_f[VKSM_MAX_SUBGROUPS];
@@ -195,6 +203,49 @@ void vksm_softmax_workgroup_row(uint row, uint n, bool log_softmax) {
     s = vksm_workgroup_stat(s);
     for (uint i = gl_LocalInvocationIndex; i < n; i += gl_WorkGroupSize.x)
         VKSM_STORE(row, i, vksm_output(VKSM_LOAD(row, i), s, log_softmax));
+}
+
+// The same, each element loaded once and kept in registers between the
+// statistic and the output, for rows of up to VKSM_ROW_CACHE elements per
+// invocation: where computing an element costs more than reading it (a
+// host's own layer), this computes it once instead of twice. Longer rows
+// take the two-pass functions above.
+void vksm_softmax_subgroup_row_cached(uint row, uint n, bool log_softmax) {
+    if (n > VKSM_ROW_CACHE * gl_SubgroupSize) {
+        vksm_softmax_subgroup_row(row, n, log_softmax);
+        return;
+    }
+    float v[VKSM_ROW_CACHE];
+    VksmStat s = vksm_stat_empty();
+    for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
+        uint i = gl_SubgroupInvocationID + k * gl_SubgroupSize;
+        v[k] = i < n ? VKSM_LOAD(row, i) : vksm_neg_inf();
+        s = vksm_stat_add(s, v[k]);
+    }
+    s = vksm_subgroup_stat(s);
+    for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
+        uint i = gl_SubgroupInvocationID + k * gl_SubgroupSize;
+        if (i < n) VKSM_STORE(row, i, vksm_output(v[k], s, log_softmax));
+    }
+}
+
+void vksm_softmax_workgroup_row_cached(uint row, uint n, bool log_softmax) {
+    if (n > VKSM_ROW_CACHE * gl_WorkGroupSize.x) {
+        vksm_softmax_workgroup_row(row, n, log_softmax);
+        return;
+    }
+    float v[VKSM_ROW_CACHE];
+    VksmStat s = vksm_stat_empty();
+    for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
+        uint i = gl_LocalInvocationIndex + k * gl_WorkGroupSize.x;
+        v[k] = i < n ? VKSM_LOAD(row, i) : vksm_neg_inf();
+        s = vksm_stat_add(s, v[k]);
+    }
+    s = vksm_workgroup_stat(s);
+    for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
+        uint i = gl_LocalInvocationIndex + k * gl_WorkGroupSize.x;
+        if (i < n) VKSM_STORE(row, i, vksm_output(v[k], s, log_softmax));
+    }
 }
 #endif  // VKSM_LOAD
 
