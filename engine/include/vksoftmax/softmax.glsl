@@ -208,21 +208,43 @@ void vksm_softmax_workgroup_row(uint row, uint n, bool log_softmax) {
 // The same, each element loaded once and kept in registers between the
 // statistic and the output, for rows of up to VKSM_ROW_CACHE elements per
 // invocation: where computing an element costs more than reading it (a
-// host's own layer), this computes it once instead of twice. Longer rows
-// take the two-pass functions above.
+// host's own layer), this computes it once instead of twice. With the row
+// held, the statistic takes the max first and then one exp per element (no
+// rescaling), as the engine's shaders do. Longer rows take the two-pass
+// functions above.
+
+// This invocation's max over the finite elements it holds, and its flags.
+VksmStat vksm_cached_max(float v[VKSM_ROW_CACHE]) {
+    VksmStat s = vksm_stat_empty();
+    for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
+        uint c = vksm_classify(v[k]);
+        if (c == VKSM_C_FINITE) s.m = max(s.m, v[k]);
+        s.f |= c == VKSM_C_FINITE ? VKSM_F_FINITE : c == VKSM_C_POISON ? VKSM_F_POISON : 0u;
+    }
+    return s;
+}
+// Sum of exp((x - m) / T) over the elements held (-inf gives exactly 0; a
+// NaN or +inf makes the row NaN whatever the sum).
+float vksm_cached_sum(float v[VKSM_ROW_CACHE], float m) {
+    float d = 0.0;
+    for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) d += vksm_classify(v[k]) == VKSM_C_FINITE ? vksm_element_exp(v[k] - m) : 0.0;
+    return d;
+}
+
 void vksm_softmax_subgroup_row_cached(uint row, uint n, bool log_softmax) {
     if (n > VKSM_ROW_CACHE * gl_SubgroupSize) {
         vksm_softmax_subgroup_row(row, n, log_softmax);
         return;
     }
     float v[VKSM_ROW_CACHE];
-    VksmStat s = vksm_stat_empty();
     for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
         uint i = gl_SubgroupInvocationID + k * gl_SubgroupSize;
         v[k] = i < n ? VKSM_LOAD(row, i) : vksm_neg_inf();
-        s = vksm_stat_add(s, v[k]);
     }
-    s = vksm_subgroup_stat(s);
+    VksmStat s = vksm_cached_max(v);
+    s.m = subgroupMax(s.m);
+    s.f = subgroupOr(s.f);
+    s.d = subgroupAdd(vksm_cached_sum(v, s.m));
     for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
         uint i = gl_SubgroupInvocationID + k * gl_SubgroupSize;
         if (i < n) VKSM_STORE(row, i, vksm_output(v[k], s, log_softmax));
@@ -235,13 +257,34 @@ void vksm_softmax_workgroup_row_cached(uint row, uint n, bool log_softmax) {
         return;
     }
     float v[VKSM_ROW_CACHE];
-    VksmStat s = vksm_stat_empty();
     for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
         uint i = gl_LocalInvocationIndex + k * gl_WorkGroupSize.x;
         v[k] = i < n ? VKSM_LOAD(row, i) : vksm_neg_inf();
-        s = vksm_stat_add(s, v[k]);
     }
-    s = vksm_workgroup_stat(s);
+    // The max and flags across the workgroup, then the sum: each subgroup
+    // publishes its own, every lane folds a strided slice of all of them.
+    VksmStat s = vksm_cached_max(v);
+    s.m = subgroupMax(s.m);
+    s.f = subgroupOr(s.f);
+    if (subgroupElect()) {
+        vksm_shared_m[gl_SubgroupID] = s.m;
+        vksm_shared_f[gl_SubgroupID] = s.f;
+    }
+    barrier();
+    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) {
+        s.m = max(s.m, vksm_shared_m[i]);
+        s.f |= vksm_shared_f[i];
+    }
+    s.m = subgroupMax(s.m);
+    s.f = subgroupOr(s.f);
+    float d = subgroupAdd(vksm_cached_sum(v, s.m));
+    if (subgroupElect()) vksm_shared_d[gl_SubgroupID] = d;
+    barrier();
+    d = 0.0;
+    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) d += vksm_shared_d[i];
+    s.d = subgroupAdd(d);
+    // The next row's writes to the shared arrays wait for every read.
+    barrier();
     for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
         uint i = gl_LocalInvocationIndex + k * gl_WorkGroupSize.x;
         if (i < n) VKSM_STORE(row, i, vksm_output(v[k], s, log_softmax));
