@@ -19,7 +19,7 @@ build/bin/vksoftmax_tests --gtest_brief=1 2>&1 | tee "$out/tests.txt" | grep -vE
 grep "^GPU tests on" "$out/tests.txt"
 grep -A5 "Failure" "$out/tests.txt" | cut -c1-300 | head -12
 build/bin/vksoftmax_cli_tests --gtest_brief=1 > "$out/cli.txt" 2>&1; cli_rc=$?; grep -E "Failure|FAILED|PASSED|SKIPPED" "$out/cli.txt" | head -8
-build/bin/embed; embed_rc=$?
+build/bin/embed && build/bin/embed_static; embed_rc=$?
 build/bin/fused && build/bin/fused_timing; fused_rc=$?
 build/bin/vksoftmax_embed_tests --gtest_brief=1 2>&1 | tail -4; embed_tests_rc=${PIPESTATUS[0]}
 build/bin/vksoftmax conformance --json "$out/conformance.json" > "$out/conformance.txt" 2>&1; conf_rc=$?
