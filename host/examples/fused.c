@@ -1,10 +1,11 @@
 /* A host that fuses softmax into its own shader: fused.comp computes the
  * logits of a small linear layer and applies softmax to them in the same
  * dispatch through the GLSL include vksoftmax/softmax.glsl, with no
- * vksoftmax library call and no buffer of logits. Run twice: softmax with a
- * workgroup per row, then log-softmax with a subgroup per row; each output
+ * vksoftmax library call and no buffer of logits. Run once with each of
+ * the include's row functions (a workgroup or a subgroup per row, the row
+ * kept in registers or read twice; softmax or log-softmax); each output
  * checked against a float64 softmax of the same logits on the CPU (masked
- * classes exactly 0, or -inf). Exit 0 when both match to 1e-5, 77 when the
+ * classes exactly 0, or -inf). Exit 0 when all match to 1e-5, 77 when the
  * device has no subgroup arithmetic in compute shaders. */
 #include <math.h>
 #include <stdio.h>
@@ -32,20 +33,21 @@ static int record_fused(VkCommandBuffer cb, void* user) {
     return 1;
 }
 
-/* Runs fused.comp once over the three buffers: softmax with a workgroup
- * per row, or log-softmax with a subgroup per row (grid-stride, over fewer
- * workgroups than rows). */
-static void run_fused(const ExampleGpu* g, const ExampleBuffer* bufs, int subgroup_rows) {
+/* Runs fused.comp once over the three buffers: a workgroup or a subgroup
+ * per row (subgroup rows grid-stride over fewer workgroups than rows), the
+ * row kept in registers or read twice, softmax or log-softmax. */
+static void run_fused(const ExampleGpu* g, const ExampleBuffer* bufs, int subgroup_rows, int cached, int log_softmax) {
     VkDescriptorBufferInfo infos[3];
     for (uint32_t i = 0; i < 3; ++i) {
         VkDescriptorBufferInfo info = {bufs[i].buffer, 0, VK_WHOLE_SIZE};
         infos[i] = info;
     }
-    VkBool32 spec_value = subgroup_rows ? VK_TRUE : VK_FALSE;
-    VkSpecializationMapEntry entry = {0, 0, sizeof(VkBool32)};
-    VkSpecializationInfo spec = {1, &entry, sizeof(VkBool32), &spec_value};
+    /* SUBGROUP_ROWS (0) and ROW_CACHED (3); the others keep their defaults. */
+    VkBool32 values[2] = {subgroup_rows ? VK_TRUE : VK_FALSE, cached ? VK_TRUE : VK_FALSE};
+    VkSpecializationMapEntry entries[2] = {{0, 0, sizeof(VkBool32)}, {3, sizeof(VkBool32), sizeof(VkBool32)}};
+    VkSpecializationInfo spec = {2, entries, sizeof values, values};
     ExamplePipeline pipeline = example_pipeline(g, fused_spv, sizeof fused_spv, 3, infos, 16, &spec);
-    FusedRun run = {&pipeline, {ROWS, CLASSES, FEATURES, (uint32_t)subgroup_rows}, subgroup_rows ? 8 : ROWS};
+    FusedRun run = {&pipeline, {ROWS, CLASSES, FEATURES, (uint32_t)log_softmax}, subgroup_rows ? 8 : ROWS};
     example_submit(g, record_fused, &run);
     example_free_pipeline(g, &pipeline);
 }
@@ -103,15 +105,18 @@ int main(void) {
     for (uint32_t i = 0; i < CLASSES * FEATURES; ++i) w[i] = (float)((int)(i * 37u % 17u) - 8) / 64.f;
     for (uint32_t i = 0; i < ROWS * FEATURES; ++i) x[i] = (float)((int)(i * 5u % 11u) - 5) / 8.f;
     int ok = 1;
-    for (int subgroup_rows = 0; subgroup_rows < 2; ++subgroup_rows) {
-        const int log_softmax = subgroup_rows;
+    /* Each row function of the include: workgroup and subgroup rows, kept
+     * in registers or read twice, softmax and log-softmax between them. */
+    for (int variant = 0; variant < 4; ++variant) {
+        const int subgroup_rows = variant & 1, cached = variant < 2, log_softmax = variant == 1 || variant == 2;
         for (uint32_t i = 0; i < ROWS * CLASSES; ++i) y[i] = NAN; /* every output must be written */
-        run_fused(&g, bufs, subgroup_rows);
+        run_fused(&g, bufs, subgroup_rows, cached, log_softmax);
         const double worst = worst_error(w, x, y, log_softmax);
         printf("fused: %s: %u rows x %u classes (a %u-feature linear layer, every 7th class masked) and %s in one "
-               "dispatch, a %s per row: max rel error %.2e vs CPU float64 %s\n",
+               "dispatch, a %s per row%s: max rel error %.2e vs CPU float64 %s\n",
                props.properties.deviceName, ROWS, CLASSES, FEATURES, log_softmax ? "log-softmax" : "softmax",
-               subgroup_rows ? "subgroup" : "workgroup", worst, worst <= 1e-5 ? "(ok)" : "(FAILED)");
+               subgroup_rows ? "subgroup" : "workgroup", cached ? " held in registers" : " read twice", worst,
+               worst <= 1e-5 ? "(ok)" : "(FAILED)");
         ok = ok && worst <= 1e-5;
     }
     for (int i = 0; i < 3; ++i) example_free_buffer(&g, &bufs[i]);

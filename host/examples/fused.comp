@@ -18,6 +18,9 @@ layout(constant_id = 1) const bool LOGITS_ONLY = false;
 // host's scale and per-class bias on scores it already holds (x: rows x
 // classes, w: one bias per class), where fusing saves the most.
 layout(constant_id = 2) const bool LINEAR_LAYER = true;
+// true: the row kept in registers (vksm_softmax_*_row_cached); false: the
+// two-pass row functions, each logit computed twice.
+layout(constant_id = 3) const bool ROW_CACHED = true;
 layout(std430, binding = 0) readonly buffer Weights { float w[]; };  // classes x features
 layout(std430, binding = 1) readonly buffer Inputs { float x[]; };   // rows x features
 layout(std430, binding = 2) writeonly buffer Outputs { float y[]; }; // rows x classes
@@ -48,9 +51,11 @@ void main() {
     if (SUBGROUP_ROWS) {
         for (uint row = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID; row < p.rows;
              row += gl_NumWorkGroups.x * gl_NumSubgroups)
-            vksm_softmax_subgroup_row_cached(row, p.classes, log_softmax);
+            if (ROW_CACHED) vksm_softmax_subgroup_row_cached(row, p.classes, log_softmax);
+            else vksm_softmax_subgroup_row(row, p.classes, log_softmax);
     } else {
         for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x)
-            vksm_softmax_workgroup_row_cached(row, p.classes, log_softmax);
+            if (ROW_CACHED) vksm_softmax_workgroup_row_cached(row, p.classes, log_softmax);
+            else vksm_softmax_workgroup_row(row, p.classes, log_softmax);
     }
 }

@@ -170,24 +170,48 @@ VksmStat vksm_subgroup_stat(VksmStat s) {
     return VksmStat(m, subgroupAdd(s.d * vksm_scaled_exp(s.m - m)), f);
 }
 
-// The subgroup's statistics merged across the workgroup: each subgroup
+// The workgroup's max of m and OR of f, known to every lane: each subgroup
 // publishes its own, then every lane folds a strided slice of all of them
-// (however many subgroups there are against the subgroup size). The
-// closing barrier lets the next call reuse the shared arrays.
-VksmStat vksm_workgroup_stat(VksmStat s) {
-    s = vksm_subgroup_stat(s);
+// (however many subgroups there are against the subgroup size). Its shared
+// arrays stay in use until the barrier of the vksm_workgroup_add() that
+// follows it (callers alternate the two).
+void vksm_workgroup_max_or(inout float m, inout uint f) {
+    m = subgroupMax(m);
+    f = subgroupOr(f);
     if (subgroupElect()) {
-        vksm_shared_m[gl_SubgroupID] = s.m;
-        vksm_shared_d[gl_SubgroupID] = s.d;
-        vksm_shared_f[gl_SubgroupID] = s.f;
+        vksm_shared_m[gl_SubgroupID] = m;
+        vksm_shared_f[gl_SubgroupID] = f;
     }
     barrier();
-    VksmStat all = vksm_stat_empty();
-    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize)
-        all = vksm_stat_merge(all, VksmStat(vksm_shared_m[i], vksm_shared_d[i], vksm_shared_f[i]));
-    all = vksm_subgroup_stat(all);
+    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) {
+        m = max(m, vksm_shared_m[i]);
+        f |= vksm_shared_f[i];
+    }
+    m = subgroupMax(m);
+    f = subgroupOr(f);
+}
+
+// The workgroup's sum of v, known to every lane, in the same way. The
+// closing barrier frees the shared arrays (its own and those of the
+// vksm_workgroup_max_or() before it) for the next call.
+float vksm_workgroup_add(float v) {
+    v = subgroupAdd(v);
+    if (subgroupElect()) vksm_shared_d[gl_SubgroupID] = v;
     barrier();
-    return all;
+    float r = 0.0;
+    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r += vksm_shared_d[i];
+    r = subgroupAdd(r);
+    barrier();
+    return r;
+}
+
+// Every invocation's statistic merged across the workgroup: the max and
+// flags first, then each d rescaled to that max and summed.
+VksmStat vksm_workgroup_stat(VksmStat s) {
+    float m = s.m;
+    uint f = s.f;
+    vksm_workgroup_max_or(m, f);
+    return VksmStat(m, vksm_workgroup_add(s.d * vksm_scaled_exp(s.m - m)), f);
 }
 
 void vksm_softmax_subgroup_row(uint row, uint n, bool log_softmax) {
@@ -261,30 +285,9 @@ void vksm_softmax_workgroup_row_cached(uint row, uint n, bool log_softmax) {
         uint i = gl_LocalInvocationIndex + k * gl_WorkGroupSize.x;
         v[k] = i < n ? VKSM_LOAD(row, i) : vksm_neg_inf();
     }
-    // The max and flags across the workgroup, then the sum: each subgroup
-    // publishes its own, every lane folds a strided slice of all of them.
     VksmStat s = vksm_cached_max(v);
-    s.m = subgroupMax(s.m);
-    s.f = subgroupOr(s.f);
-    if (subgroupElect()) {
-        vksm_shared_m[gl_SubgroupID] = s.m;
-        vksm_shared_f[gl_SubgroupID] = s.f;
-    }
-    barrier();
-    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) {
-        s.m = max(s.m, vksm_shared_m[i]);
-        s.f |= vksm_shared_f[i];
-    }
-    s.m = subgroupMax(s.m);
-    s.f = subgroupOr(s.f);
-    float d = subgroupAdd(vksm_cached_sum(v, s.m));
-    if (subgroupElect()) vksm_shared_d[gl_SubgroupID] = d;
-    barrier();
-    d = 0.0;
-    for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) d += vksm_shared_d[i];
-    s.d = subgroupAdd(d);
-    // The next row's writes to the shared arrays wait for every read.
-    barrier();
+    vksm_workgroup_max_or(s.m, s.f);
+    s.d = vksm_workgroup_add(vksm_cached_sum(v, s.m));
     for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
         uint i = gl_LocalInvocationIndex + k * gl_WorkGroupSize.x;
         if (i < n) VKSM_STORE(row, i, vksm_output(v[k], s, log_softmax));
