@@ -336,16 +336,8 @@ VkDescriptorSet Context::descriptor_set(VkDescriptorSetLayout layout, const VkDe
         check(vk_.vkAllocateDescriptorSets(device_.get(), &ai, &set), "vkAllocateDescriptorSets",
               "the host's descriptor pool, for " + what);
     }
-    VkWriteDescriptorSet writes[3];
-    for (uint32_t i = 0; i < 3; ++i) {
-        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-        writes[i].dstSet = set;
-        writes[i].dstBinding = i;
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &buffers[i];
-    }
-    vk_.vkUpdateDescriptorSets(device_.get(), 3, writes, 0, nullptr);
+    const auto writes = buffer_writes(buffers, set);
+    vk_.vkUpdateDescriptorSets(device_.get(), 3, writes.data(), 0, nullptr);
     return set;
 }
 

@@ -28,6 +28,19 @@ std::string PipelineKey::id() const {
            (row_lanes ? "/lanes" + std::to_string(row_lanes) : "") + "/req" + std::to_string(required_subgroup_size);
 }
 
+std::array<VkWriteDescriptorSet, 3> buffer_writes(const VkDescriptorBufferInfo (&buffers)[3], VkDescriptorSet set) {
+    std::array<VkWriteDescriptorSet, 3> writes{};
+    for (uint32_t i = 0; i < 3; ++i) {
+        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[i].dstSet = set;
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &buffers[i];
+    }
+    return writes;
+}
+
 Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     const std::string what = "softmax pipeline " + key.id();
     create_layouts(ctx, what);
@@ -140,15 +153,8 @@ void Pipeline::dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const VkD
     if (set != VK_NULL_HANDLE) {
         vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, 1, &set, 0, nullptr);
     } else {
-        VkWriteDescriptorSet writes[3];
-        for (uint32_t i = 0; i < 3; ++i) {
-            writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-            writes[i].dstBinding = i;
-            writes[i].descriptorCount = 1;
-            writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-            writes[i].pBufferInfo = &buffers[i];
-        }
-        vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, 3, writes);
+        const auto writes = buffer_writes(buffers, VK_NULL_HANDLE);
+        vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, 3, writes.data());
     }
     vk.vkCmdPushConstants(cb, layout_.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants), &push);
     vk.vkCmdDispatch(cb, groups, 1, 1);

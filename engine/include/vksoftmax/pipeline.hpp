@@ -3,6 +3,7 @@
 #pragma once
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,6 +57,11 @@ struct PushConstants {
     uint32_t rows, axis, inner, chunks, chunk;
     float inv_t;
 };
+
+// The writes of the three storage-buffer bindings (0 input, 1 output, 2
+// workspace) into `set`, or pushed where `set` is VK_NULL_HANDLE; they
+// point into `buffers`.
+std::array<VkWriteDescriptorSet, 3> buffer_writes(const VkDescriptorBufferInfo (&buffers)[3], VkDescriptorSet set);
 
 // Descriptor bindings: 0 input, 1 output, 2 workspace; set by
 // vkCmdPushDescriptorSetKHR, so nothing is allocated per dispatch, or where
