@@ -28,15 +28,6 @@ Problem problem_of(const Case& c) {
     return p;
 }
 
-// Between back-to-back calls: the next call's reads and writes wait for the
-// previous call's writes (output and workspace).
-void compute_to_compute(const Context& ctx, VkCommandBuffer cb) {
-    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
-                      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-    ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                                  &b, 0, nullptr, 0, nullptr);
-}
-
 // Times `call` (recording one operation): warm-up, then o.iters calls
 // between two timestamps, o.repeats times. Between the timed calls: `gaps`'
 // dependency where given, else compute_to_compute().
@@ -65,7 +56,7 @@ Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call, con
             timer.stamp(cb, 0);
             for (uint32_t i = 0; i < o.iters; ++i) {
                 if (i && gaps) gaps->record(cb, i - 1);
-                if (i && !gaps) compute_to_compute(ctx, cb);
+                else if (i) compute_to_compute(ctx, cb);
                 call(cb);
             }
             timer.stamp(cb, 1);

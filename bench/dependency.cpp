@@ -18,6 +18,13 @@ const char* dependency_name(Dependency d) {
     return "?";
 }
 
+void compute_to_compute(const Context& ctx, VkCommandBuffer cb) {
+    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+                      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                  &b, 0, nullptr, 0, nullptr);
+}
+
 const std::vector<Dependency>& all_dependencies() {
     static const std::vector<Dependency> list = {Dependency::memory_barrier,  Dependency::buffer_barrier,
                                                  Dependency::memory_barrier2, Dependency::execution_only,
@@ -57,7 +64,7 @@ void Gaps::record(VkCommandBuffer cb, uint32_t gap) const {
                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
     switch (kind_) {
         case Dependency::memory_barrier:
-            vk.vkCmdPipelineBarrier(cb, compute, compute, 0, 1, &mb, 0, nullptr, 0, nullptr);
+            compute_to_compute(ctx_, cb);
             return;
         case Dependency::buffer_barrier: {
             VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};

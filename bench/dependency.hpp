@@ -22,6 +22,10 @@ enum class Dependency {
     none,             // nothing: the calls may overlap; not a dependency, the cost of a dispatch alone
 };
 const char* dependency_name(Dependency d);
+// Dependency::memory_barrier, what every case gets between back-to-back
+// calls: the next call's reads and writes wait for the previous call's
+// writes (output and workspace).
+void compute_to_compute(const Context& ctx, VkCommandBuffer cb);
 // Every kind, in the order above.
 const std::vector<Dependency>& all_dependencies();
 // Whether the context can record `d` (memory_barrier2: synchronization2 enabled).
