@@ -149,7 +149,10 @@ Buffers::Buffers(Context& ctx, uint64_t tensor_bytes, uint64_t workspace_bytes)
     : in(std::make_unique<Buffer>(ctx, std::max<uint64_t>(tensor_bytes, 16), MemoryKind::device, "bench input")),
       out(std::make_unique<Buffer>(ctx, std::max<uint64_t>(tensor_bytes, 16), MemoryKind::device, "bench output")),
       workspace(std::make_unique<Buffer>(ctx, std::max<uint64_t>(workspace_bytes, 16), MemoryKind::device,
-                                         "bench workspace")) {}
+                                         "bench workspace")) {
+    // Zeros for the single-pass path's counters, which every call leaves so.
+    fill(ctx, *workspace, 0);
+}
 
 std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const PlanOptions& plan) {
     uint64_t tensor = 0, workspace = 0;
@@ -254,7 +257,7 @@ void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const O
     const uint64_t align = std::max<uint64_t>(ctx.info().min_storage_buffer_offset_alignment, 16);
     const uint64_t stride = (plan.tensor_bytes + align - 1) / align * align;
     const uint64_t ws_stride = (plan.workspace_bytes + align - 1) / align * align;
-    Buffers slices(ctx, o.batch * stride, o.batch * ws_stride);
+    Buffers slices(ctx, o.batch * stride, o.batch * ws_stride);  // workspace zeroed
     std::vector<uint8_t> inputs(o.batch * stride);
     std::vector<BatchItem> items(o.batch);
     for (uint32_t k = 0; k < o.batch; ++k) {
@@ -301,6 +304,9 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
                                       ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
                                       : BufferRange{};
     auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace); };
+    // A split case before leaves partials in the shared workspace; the
+    // single-pass path needs it zero (and leaves it so).
+    if (plan.workspace_zeroed) fill(ctx, *buffers->workspace, 0);
     check_one_call(ctx, plan, logits, *buffers->out, call, row);
     row.t = time_calls(ctx, o, row.bytes, call);
     if (plan.passes == 2) {

@@ -23,7 +23,7 @@ namespace vksoftmax::cli {
 namespace {
 
 struct BenchArgs {
-    std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json;
+    std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false;
     uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0;
     double warmup_ms = 1000;
@@ -57,7 +57,7 @@ void plot(const std::string& png, const std::vector<bench::Row>& rows, double ce
         return;
     }
     std::string data;
-    for (const char* path : {"subgroup-row", "workgroup-row", "split"}) {
+    for (const char* path : {"subgroup-row", "workgroup-row", "split", "single-pass"}) {
         data += fmt::format("# {}\n", path);
         for (const bench::Row& r : rows)
             if (r.path == path) data += fmt::format("{} {} {}\n", r.bytes / 2, r.t.gbps, dtype_name(r.c.dtype));
@@ -121,7 +121,11 @@ bench::Options bench_options(const BenchArgs& a) {
     if (a.path == "subgroup-row") o.plan.path = Path::subgroup_row;
     else if (a.path == "workgroup-row") o.plan.path = Path::workgroup_row;
     else if (a.path == "split") o.plan.path = Path::split;
-    else if (!a.path.empty()) throw Error(ErrorKind::invalid_argument, "--path: '" + a.path + "' is not subgroup-row, workgroup-row or split");
+    else if (a.path == "single-pass") o.plan.path = Path::single_pass;
+    else if (!a.path.empty())
+        throw Error(ErrorKind::invalid_argument,
+                    "--path: '" + a.path + "' is not subgroup-row, workgroup-row, split or single-pass");
+    o.plan.single_pass = parse_single_pass(a.single_pass);
     return o;
 }
 
@@ -320,10 +324,11 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--slots", a->slots, "Tuning: force the vec4 slots per invocation (rows per subgroup for rows held one per slot)");
     sub->add_option("--batch", a->batch,
                     "Also time N copies of each case: as one batch (vksm_record_batch), and as N records with a barrier each");
-    sub->add_option("--chunk", a->chunk, "Tuning: split path elements per chunk (rounded up to a tile)");
+    sub->add_option("--chunk", a->chunk, "Tuning: split and single-pass paths' elements per chunk (rounded up to a tile)");
     sub->add_flag("--fresh-buffers", a->fresh_buffers,
                   "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");
-    sub->add_option("--path", a->path, "Tuning: force subgroup-row, workgroup-row or split");
+    sub->add_option("--path", a->path, "Tuning: force subgroup-row, workgroup-row, split or single-pass");
+    sub->add_option("--single-pass", a->single_pass, single_pass_help());
     sub->add_flag("--no-uniform-control-flow", a->no_uniform_control_flow,
                   "Diagnosis: leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered");
     sub->add_flag("--dependencies", a->dependencies,

@@ -1,7 +1,14 @@
 // vksoftmax conformance: the catalogue on one device or all, a table, a
 // one-line summary, and a JSON report that names the device and driver.
 #include <fmt/core.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <climits>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -17,7 +24,120 @@ namespace {
 struct ConformanceArgs {
     std::string device, json, filter;
     bool quick = false, failures_only = false, no_uniform_control_flow = false;
+    bool stress_only = false;  // the child's part: the stress case, as JSON on stdout
+    std::string single_pass;   // never: leave the single-pass path (and its stress case) out
+    unsigned watchdog_seconds = 120;
 };
+
+nlohmann::json to_json(const conformance::Result& r) {
+    return {{"case", r.case_name},
+            {"variant", r.variant},
+            {"subgroup_size", r.subgroup_size},
+            {"max_ulp", r.max_ulp},
+            {"max_rel", r.max_rel},
+            {"rel_bound", r.rel_bound},
+            {"worst_row_sum_error", r.worst_row_sum},
+            {"nan_pattern_ok", r.nan_pattern_ok},
+            {"pass", r.pass},
+            {"skipped", r.skipped},
+            {"note", r.note}};
+}
+
+conformance::Result from_json(const nlohmann::json& j) {
+    conformance::Result r;
+    r.case_name = j.at("case");
+    r.variant = j.at("variant");
+    r.subgroup_size = j.at("subgroup_size");
+    r.max_ulp = j.at("max_ulp");
+    r.max_rel = j.at("max_rel");
+    r.rel_bound = j.at("rel_bound");
+    r.worst_row_sum = j.at("worst_row_sum_error");
+    r.nan_pattern_ok = j.at("nan_pattern_ok");
+    r.pass = j.at("pass");
+    r.skipped = j.at("skipped");
+    r.note = j.at("note");
+    return r;
+}
+
+// What the stress case's child process gave: its results, or why none.
+struct StressOutcome {
+    std::vector<conformance::Result> results;
+    bool hung = false;
+    std::string failure;  // the child hung, crashed or printed no report
+};
+
+// This program again (`conformance --stress-only`) on one device, in a
+// child process with its stdout on a pipe, killed after `seconds`: a
+// driver that does not keep a waiting workgroup's partners running hangs
+// the child, never this process.
+StressOutcome stress_in_child(const ConformanceArgs& a, const std::string& selector) {
+    char self[PATH_MAX];
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) throw Error(ErrorKind::unsupported, "cannot find this program (/proc/self/exe) to run the stress case");
+    self[n] = 0;
+    std::vector<std::string> args = {self, "conformance", "--stress-only", "--device", selector};
+    if (a.no_uniform_control_flow) args.push_back("--no-uniform-control-flow");
+    std::vector<char*> argv;
+    for (std::string& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    int fds[2];
+    if (::pipe(fds) != 0) throw Error(ErrorKind::unsupported, "pipe() failed for the stress case");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, self, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    if (spawned != 0) {
+        ::close(fds[0]);
+        throw Error(ErrorKind::unsupported, "cannot start the stress case's process");
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.watchdog_seconds);
+    std::string out;
+    StressOutcome o;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+            o.hung = true;
+            break;
+        }
+        pollfd p{fds[0], POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000))) <= 0) continue;
+        char buf[4096];
+        const ssize_t got = ::read(fds[0], buf, sizeof buf);
+        if (got <= 0) break;  // the child closed its stdout: it is exiting
+        out.append(buf, static_cast<size_t>(got));
+    }
+    ::close(fds[0]);
+    int status = 0;
+    if (o.hung) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        o.failure = "no answer within " + std::to_string(a.watchdog_seconds) + " s (stopped)";
+        return o;
+    }
+    ::waitpid(pid, &status, 0);
+    try {
+        for (const auto& j : nlohmann::json::parse(out)) o.results.push_back(from_json(j));
+    } catch (const std::exception&) {
+        o.failure = "the stress case's process exited (status " + std::to_string(status) + ") with no report";
+    }
+    return o;
+}
+
+// The child's part: the stress case on the device, as a JSON array.
+int stress_only(const ConformanceArgs& a) {
+    ContextOptions co;
+    co.device = a.device;
+    co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
+    Context ctx(co);
+    nlohmann::json results = nlohmann::json::array();
+    for (const auto& r : conformance::stress_single_pass(ctx)) results.push_back(to_json(r));
+    fmt::print("{}\n", results.dump());
+    return int(Exit::ok);
+}
 
 nlohmann::json identity(const DeviceInfo& d) {
     return {{"name", d.name},           {"vendor", d.vendor_name()},   {"vendor_id", d.vendor_id},
@@ -62,31 +182,57 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
     };
     nlohmann::json results = nlohmann::json::array();
     double worst_rel_fast = 0, worst_rel_accurate = 0;
-    for (const auto& r : conformance::run(ctx, o, print)) {
+    auto add = [&](const conformance::Result& r) {
         ++counts.total;
         counts.failed += !r.pass;
         counts.skipped += r.skipped;
         double& worst = r.variant.find("accurate") != std::string::npos ? worst_rel_accurate : worst_rel_fast;
         worst = std::max(worst, r.case_name.rfind("f32", 0) == 0 ? r.max_rel : 0.0);
-        results.push_back({{"case", r.case_name},
-                           {"variant", r.variant},
-                           {"subgroup_size", r.subgroup_size},
-                           {"max_ulp", r.max_ulp},
-                           {"max_rel", r.max_rel},
-                           {"rel_bound", r.rel_bound},
-                           {"worst_row_sum_error", r.worst_row_sum},
-                           {"nan_pattern_ok", r.nan_pattern_ok},
-                           {"pass", r.pass},
-                           {"skipped", r.skipped},
-                           {"note", r.note}});
+        results.push_back(to_json(r));
+    };
+
+    // The single-pass stress case first, under the watchdog. If it hangs or
+    // fails, the rest of the catalogue leaves the single-pass path out: the
+    // plan's choice on this device is then the two-dispatch split path
+    // (vksoftmax bench/run --single-pass never).
+    conformance::Options options = o;
+    nlohmann::json single_pass = {{"available", single_pass_rule(d, SinglePass::allowed).allowed},
+                                  {"plan_rule", single_pass_rule(d).reason}};
+    if (parse_single_pass(a.single_pass) == SinglePass::never) {
+        single_pass["checked"] = false;
+        options.single_pass = false;
+    } else if (single_pass["available"]) {
+        const StressOutcome stress = stress_in_child(a, selector);
+        bool ok = stress.failure.empty();
+        for (const auto& r : stress.results) {
+            print(r);
+            add(r);
+            ok = ok && r.pass;
+        }
+        if (!stress.failure.empty()) {
+            conformance::Result r;
+            r.case_name = "f32 softmax (single-pass stress)";
+            r.variant = "single-pass";
+            r.subgroup_size = d.subgroup_size;
+            r.note = stress.failure + " on " + d.name + " (" + d.driver_name + " " + d.driver_info +
+                     "): the rest of the catalogue leaves the single-pass path out";
+            print(r);
+            add(r);
+        }
+        single_pass["stress_passed"] = ok;
+        single_pass["stress_hung"] = stress.hung;
+        options.single_pass = ok;
     }
+    for (const auto& r : conformance::run(ctx, options, print)) add(r);
     return {{"device", identity(d)},
+            {"single_pass", single_pass},
             {"worst_f32_rel_fast", worst_rel_fast},
             {"worst_f32_rel_accurate", worst_rel_accurate},
             {"results", results}};
 }
 
 int conformance_command(const ConformanceArgs& a) {
+    if (a.stress_only) return stress_only(a);
     const std::vector<std::string> selectors = selectors_for(a.device);
     conformance::Options o;
     o.quick = a.quick;
@@ -124,6 +270,14 @@ Command add_conformance(CLI::App& app) {
     sub->add_flag("--no-uniform-control-flow", a->no_uniform_control_flow,
                   "Leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered: checks the shaders "
                   "that hosts without it get");
+    sub->add_option("--single-pass", a->single_pass,
+                    "never: leave the single-pass path and its stress case out (default: check them where the "
+                    "device has the Vulkan memory model)");
+    sub->add_option("--watchdog", a->watchdog_seconds,
+                    "Seconds the single-pass stress case may take (in a child process) before it counts as a hang "
+                    "(default 120)");
+    sub->add_flag("--stress-only", a->stress_only, "Internal: run only the single-pass stress case, report JSON")
+        ->group("");
     sub->footer("Example: vksoftmax conformance --device all --json report.json");
     return [a]() { return conformance_command(*a); };
 }

@@ -4,6 +4,9 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+
+#include "vksoftmax/plan.hpp"
 
 namespace vksoftmax::cli {
 
@@ -24,6 +27,11 @@ Command add_demo(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_conformance(CLI::App& app);
+
+// --single-pass TEXT: automatic (or empty), allowed or never; anything else
+// is Error(invalid_argument). single_pass_help() is the option's help text.
+SinglePass parse_single_pass(const std::string& text);
+std::string single_pass_help();
 
 // Runs `body`, turning vksoftmax and std exceptions into one line on stderr
 // and the exit code that matches their kind.

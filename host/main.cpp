@@ -15,6 +15,18 @@ namespace vksoftmax::cli {
 // Messages quote paths and file contents: printed through printable().
 void report(const char* message) { fmt::print(stderr, "vksoftmax: {}\n", printable(message)); }
 
+SinglePass parse_single_pass(const std::string& text) {
+    for (SinglePass s : {SinglePass::automatic, SinglePass::allowed, SinglePass::never})
+        if (text == single_pass_name(s)) return s;
+    if (text.empty()) return SinglePass::automatic;
+    throw Error(ErrorKind::invalid_argument, "--single-pass: '" + text + "' is not automatic, allowed or never");
+}
+
+std::string single_pass_help() {
+    return "Long rows in one dispatch: automatic (default: where the device has the Vulkan memory model and is not "
+           "in the plan's exception table), allowed (wherever it has the memory model), never (two dispatches)";
+}
+
 int guarded(const std::function<int()>& body) {
     try {
         return body();

@@ -10,11 +10,24 @@
 //   USE_SUBGROUP  reductions use subgroup arithmetic; without it a
 //                 shared-memory tree is used, for devices that lack
 //                 GL_KHR_shader_subgroup_arithmetic in compute.
+//   SUBGROUP_UNIFORM_CONTROL_FLOW  (with USE_SUBGROUP) main() is
+//                 declared [[subgroup_uniform_control_flow]] (MAIN_ATTRIBUTES).
 //   USE_SHUFFLE   (with USE_SUBGROUP) KIND_ROWS_PER_SLOT rows are held by
 //                 clusters of ROW_LANES lanes each, reduced by subgroup
 //                 shuffles: a module of its own, because it declares a
 //                 capability (GroupNonUniformShuffle) that devices may lack.
 
+#ifdef SUBGROUP_UNIFORM_CONTROL_FLOW
+// Vulkan alone does not promise that a subgroup which diverged in an if is
+// whole again at the merge, where a later subgroup reduction runs (lanes
+// left out would lose their partials); this mode does, on devices that
+// enable it. (On NVIDIA 580.159.04 it changed no result and no timing:
+// bench/NOTES.md.)
+#extension GL_EXT_subgroup_uniform_control_flow : require
+#define MAIN_ATTRIBUTES [[subgroup_uniform_control_flow]]
+#else
+#define MAIN_ATTRIBUTES
+#endif
 #extension GL_EXT_shader_16bit_storage : enable
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -53,6 +66,14 @@ const uint KIND_ROW_IN_TILES = 3u;
 // A subgroup holds SLOTS rows of at most 4 x its size, one in each vec4
 // slot (SUBGROUP_ROWS).
 const uint KIND_ROWS_PER_SLOT = 4u;
+#ifdef SINGLE_PASS
+// Long rows in one dispatch (softmax_single_pass.comp): a workgroup per
+// chunk, which gathers its row's partials from the others.
+const uint KIND_SINGLE_PASS = 5u;
+// Polling rounds a workgroup waits for its row's partials before it
+// computes the missing ones itself.
+layout(constant_id = 9) const uint PATIENCE = 4096;
+#endif
 #ifdef USE_SHUFFLE
 // Lanes that hold one KIND_ROWS_PER_SLOT row: a power of two, below the
 // subgroup size, for rows of at most 4 x ROW_LANES elements (a row of 10
@@ -102,7 +123,14 @@ void load8(uint i, out vec4 a, out vec4 b) { a = x_v[2u * i]; b = x_v[2u * i + 1
 void store8(uint i, vec4 a, vec4 b) { y_v[2u * i] = a; y_v[2u * i + 1u] = b; }
 #endif
 struct Partial { float m; float d; uint f; uint pad; };
+#ifdef SINGLE_PASS
+// Workgroups of one dispatch read each other's partials: device-coherent,
+// so that every access is made available and visible at device scope (the
+// atomics that order them are in softmax_single_pass.comp).
+layout(std430, binding = 2) coherent buffer Work { Partial part[]; };
+#else
 layout(std430, binding = 2) buffer Work { Partial part[]; };
+#endif
 
 layout(push_constant) uniform Params {
     uint rows;      // outer * inner

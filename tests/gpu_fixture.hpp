@@ -21,13 +21,13 @@ public:
     static Context& ctx() { return *ctx_; }
 
 protected:
+    void SetUp() override { errors_before_ = ctx_->validation_errors(); }
     // Any validation-layer message during a test fails it.
     void TearDown() override;
 
 private:
     static std::unique_ptr<Context> ctx_;
     uint64_t errors_before_ = 0;
-    void SetUp() override { errors_before_ = ctx_->validation_errors(); }
 };
 
 // Logits of the usual scale: normal(0, 4), from a fresh seed.

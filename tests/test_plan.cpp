@@ -25,6 +25,16 @@ DeviceInfo h200() {
     d.max_storage_buffer_range = 0xffffffffull;
     d.max_workgroup_count[0] = d.max_workgroup_count[1] = d.max_workgroup_count[2] = 0x7fffffff;
     d.max_workgroup_invocations = d.max_workgroup_size_x = 1024;
+    d.vendor_id = 0x10DE;
+    d.memory_model = true;
+    return d;
+}
+
+// The same device where the host did not enable the Vulkan memory model:
+// long rows take the two-dispatch split path.
+DeviceInfo without_memory_model() {
+    DeviceInfo d = h200();
+    d.memory_model = false;
     return d;
 }
 
@@ -46,7 +56,8 @@ std::string what(const Problem& p) { return std::string(dtype_name(p.dtype)) + "
 
 // Rows of up to 32 x the subgroup size take a subgroup each (1024 at 32),
 // up to 32 x the largest workgroup a workgroup each (32768 at 1024), longer
-// ones the split path; without subgroup arithmetic, no subgroup rows.
+// ones the split path (the single-pass path only where allowed); without
+// subgroup arithmetic, no subgroup rows.
 TEST(Plan, PathByRowLength) {
     const DeviceInfo d = h200();
     struct Want {
@@ -54,11 +65,15 @@ TEST(Plan, PathByRowLength) {
         Path path;
     };
     for (const Want& w : {Want{10, Path::subgroup_row}, Want{1024, Path::subgroup_row}, Want{1025, Path::workgroup_row},
-                          Want{32768, Path::workgroup_row}, Want{32769, Path::split}, Want{1u << 24, Path::split}}) {
+                          Want{32768, Path::workgroup_row}, Want{32769, Path::split},
+                          Want{1u << 24, Path::split}}) {
         const Problem p = rows_of(16, w.cols);
         EXPECT_EQ(choose_path(d, p), w.path) << what(p) << ": " << path_name(choose_path(d, p));
         EXPECT_EQ(plan_geometry(d, p).path, w.path) << what(p);
     }
+    PlanOptions allowed;
+    allowed.single_pass = SinglePass::allowed;
+    EXPECT_EQ(choose_path(d, rows_of(16, 32769), allowed), Path::single_pass);
     EXPECT_EQ(choose_path(without_subgroups(), rows_of(16, 1000)), Path::workgroup_row);
     EXPECT_THROW(choose_path(without_subgroups(), rows_of(16, 1000), PlanOptions{Reduction::automatic, 0, Path::subgroup_row}),
                  Error);
@@ -149,16 +164,21 @@ TEST(Plan, OddRowsTakeVectors) {
     EXPECT_EQ(plan_geometry(d, rows_of(64, 1023)).path, Path::workgroup_row);
     EXPECT_EQ(plan_geometry(d, rows_of(64, 1020)).path, Path::subgroup_row);
     EXPECT_FALSE(plan_geometry(d, rows_of(64, 1020)).key[0].odd_rows);
-    // Split: fp32 scalar; fp16 chunks cover the longest window, 1 + 7
-    // elements past the row.
+    // Split and single-pass: fp32 scalar; fp16 chunks cover the longest
+    // window, 1 + 7 elements past the row.
+    PlanOptions single;
+    single.single_pass = SinglePass::allowed;
+    for (const PlanOptions& options : {PlanOptions{}, single}) {
+        const Plan split = plan_geometry(d, rows_of(1, 4096 * 512 + 1), options);
+        EXPECT_EQ(split.key[0].vec, 1u);
+        EXPECT_FALSE(split.key[0].odd_rows);
+        const Plan split16 = plan_geometry(d, rows_of(1, 4096 * 512 + 1, Dtype::f16), options);
+        EXPECT_EQ(split16.key[0].vec, 8u);
+        EXPECT_TRUE(split16.key[0].odd_rows);
+        EXPECT_GE(split16.push.chunks * uint64_t{split16.push.chunk}, 4096ull * 512 + 8);
+    }
     const Plan split = plan_geometry(d, rows_of(1, 4096 * 512 + 1));
     EXPECT_EQ(split.path, Path::split);
-    EXPECT_EQ(split.key[0].vec, 1u);
-    EXPECT_FALSE(split.key[0].odd_rows);
-    const Plan split16 = plan_geometry(d, rows_of(1, 4096 * 512 + 1, Dtype::f16));
-    EXPECT_EQ(split16.key[0].vec, 8u);
-    EXPECT_TRUE(split16.key[0].odd_rows);
-    EXPECT_GE(split16.push.chunks * uint64_t{split16.push.chunk}, 4096ull * 512 + 8);
     Problem strided = rows_of(64, 1009);
     strided.shape = Shape{1, 1009, 64};
     EXPECT_EQ(plan_geometry(d, strided).key[0].vec, 1u);
@@ -236,3 +256,79 @@ TEST(Plan, RejectsWhatItCannotPlan) {
 }
 
 }  // namespace
+
+// The rule for the single-pass path: the memory model first, then what
+// is known of the vendor (taken only where measured faster: on no vendor
+// yet), then the option; a forced single-pass path the rule refuses is an
+// error naming the reason.
+TEST(Plan, SinglePassRule) {
+    const Problem p = rows_of(1, 131072);
+    const SinglePassRule nvidia = single_pass_rule(h200());
+    EXPECT_FALSE(nvidia.allowed);
+    EXPECT_NE(nvidia.reason.find("H200"), std::string::npos) << nvidia.reason;
+    EXPECT_EQ(choose_path(h200(), p), Path::split);
+    PlanOptions allowed;
+    allowed.single_pass = SinglePass::allowed;
+    EXPECT_EQ(choose_path(h200(), p, allowed), Path::single_pass);
+    EXPECT_EQ(choose_path(without_memory_model(), p, allowed), Path::split);
+    PlanOptions never;
+    never.single_pass = SinglePass::never;
+    never.path = Path::single_pass;
+    EXPECT_THROW(plan_geometry(h200(), p, never), Error);
+
+    DeviceInfo mali = h200();
+    mali.vendor_id = 0x13B5;
+    EXPECT_NE(single_pass_rule(mali).reason.find("Arm Mali"), std::string::npos) << single_pass_rule(mali).reason;
+    DeviceInfo unknown = h200();
+    unknown.vendor_id = 0x1234;
+    EXPECT_NE(single_pass_rule(unknown).reason.find("not measured"), std::string::npos) << single_pass_rule(unknown).reason;
+
+    PlanOptions forced;
+    forced.path = Path::single_pass;
+    forced.single_pass = SinglePass::allowed;
+    EXPECT_EQ(plan_geometry(h200(), p, forced).path, Path::single_pass);
+    try {
+        plan_geometry(without_memory_model(), p, forced);
+        ADD_FAILURE() << "a forced single-pass path without the memory model should be refused";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+        EXPECT_NE(std::string(e.what()).find("vulkanMemoryModel"), std::string::npos) << e.what();
+    }
+}
+
+// Single-pass rows: about 1024 chunks over all rows, at most 512 a row and
+// at least 4096 elements each, a power of two of them; a chunk of up to 8
+// slots x 256 invocations is one tile (held in registers), longer ones are
+// whole tiles of 4 slots. A workgroup per chunk; the workspace holds the
+// partials, then a count per row, and must start zeroed.
+TEST(Plan, SinglePassChunks) {
+    const DeviceInfo d = h200();
+    PlanOptions allowed;
+    allowed.single_pass = SinglePass::allowed;
+    const Plan one = plan_geometry(d, rows_of(1, 1u << 24), allowed);
+    ASSERT_EQ(one.path, Path::single_pass);
+    EXPECT_EQ(one.passes, 1u);
+    EXPECT_EQ(one.key[0].kind, ShaderKind::single_pass);
+    EXPECT_EQ(one.key[0].slots, 4u);
+    EXPECT_EQ(one.push.chunks, 512u);
+    EXPECT_EQ(one.push.chunk, 32768u);
+    EXPECT_EQ(one.groups, 512u);
+    EXPECT_EQ(one.workspace_bytes, 512u * 16 + 16);
+    EXPECT_TRUE(one.workspace_zeroed);
+
+    // 1024 chunks over 16 rows would be 64 of 2048: at least 4096, one tile
+    // of 4 slots, 32 a row.
+    const Plan many = plan_geometry(d, rows_of(16, 131072), allowed);
+    EXPECT_EQ(many.key[0].slots, 4u);
+    EXPECT_EQ(many.push.chunk, 4096u);
+    EXPECT_EQ(many.push.chunks, 32u);
+    EXPECT_EQ(many.groups, 16u * 32);
+    EXPECT_EQ(many.workspace_bytes, 16u * 32 * 16 + 64);
+    // 128 x 151936: 8 chunks of 18992, re-read in tiles of 4096 (20480 each).
+    const Plan vocab = plan_geometry(d, rows_of(128, 151936), allowed);
+    EXPECT_EQ(vocab.push.chunk, 20480u);
+    EXPECT_EQ(vocab.push.chunks, 8u);
+
+    // The split path's plans need no zeroed workspace.
+    EXPECT_FALSE(plan_geometry(without_memory_model(), rows_of(1, 1u << 24)).workspace_zeroed);
+}

@@ -85,6 +85,10 @@ void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkD
     });
 }
 
+void fill(Context& ctx, const Buffer& dst, uint32_t word) {
+    ctx.submit_and_wait([&](VkCommandBuffer cb) { ctx.vk().vkCmdFillBuffer(cb, dst.buffer(), 0, VK_WHOLE_SIZE, word); });
+}
+
 void download(Context& ctx, const Buffer& src, void* data, size_t bytes, VkDeviceSize offset) {
     if (bytes == 0) return;
     Buffer staging(ctx, bytes, MemoryKind::readback, src.name() + " (readback staging)");

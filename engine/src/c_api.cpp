@@ -88,6 +88,7 @@ vksm_result vksm_context_create(const vksm_context_desc* desc, vksm_context* out
         h.subgroup_size_control = desc->subgroup_size_control != 0;
         h.subgroup_uniform_control_flow = desc->subgroup_uniform_control_flow != 0;
         h.debug_utils = desc->debug_utils != 0;
+        h.vulkan_memory_model = desc->vulkan_memory_model != 0;
         h.descriptor_pool = desc->descriptor_pool;
         if (desc->pipeline_cache_data && desc->pipeline_cache_size) {
             const auto* p = static_cast<const uint8_t*>(desc->pipeline_cache_data);

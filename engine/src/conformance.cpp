@@ -26,6 +26,9 @@ struct Case {
     bool log;
     double temperature;
     bool edge_rows;  // rows of edge values after the random ones (last-axis cases)
+    // Rows after the edge rows each carry a spike 100 above the rest, at a
+    // place that moves along the row from row to row.
+    bool spike_rows = false;
 };
 
 // The rows a case feeds: random logits first, then one row of each edge
@@ -56,6 +59,8 @@ std::vector<float> make_input(const Case& c, std::mt19937& rng) {
     row(6)[at] = kNaN;   // NaN row
     row(7)[L - 1 - at] = kInf;  // +inf row
     row(9)[at] = 0.5f;  // keep one finite element
+    if (c.spike_rows)
+        for (uint64_t r = 10; r < c.shape.rows(); ++r) row(r)[(r * 997 + r * L / c.shape.rows()) % L] = 100.f;
     return x;
 }
 
@@ -114,13 +119,15 @@ struct Variant {
     Reduction reduction;
     Precision precision;
     uint32_t subgroup_size;
+    uint32_t patience = 0;  // single-pass: polling rounds; 0: the plan's
     std::string name() const {
         return std::string(path_name(path)) + (reduction == Reduction::shared ? "/shared" : "/subgroup") +
-               (precision == Precision::accurate ? "/accurate" : "/fast");
+               (precision == Precision::accurate ? "/accurate" : "/fast") +
+               (patience ? "/patience" + std::to_string(patience) : "");
     }
 };
 
-std::vector<Variant> variants(const DeviceInfo& d) {
+std::vector<Variant> variants(const DeviceInfo& d, bool single_pass) {
     std::vector<uint32_t> sizes;
     if (d.subgroup_size_control && d.subgroup_arithmetic())
         for (uint32_t s = d.min_subgroup_size; s <= d.max_subgroup_size && s > 0; s *= 2) sizes.push_back(s);
@@ -129,8 +136,11 @@ std::vector<Variant> variants(const DeviceInfo& d) {
     std::vector<Variant> out;
     for (uint32_t size : sizes)
         for (Precision pr : {Precision::fast, Precision::accurate})
-            for (Path path : {Path::subgroup_row, Path::workgroup_row, Path::split})
+            for (Path path : {Path::subgroup_row, Path::workgroup_row, Path::split, Path::single_pass})
                 for (Reduction red : {Reduction::subgroup, Reduction::shared}) {
+                    if (path == Path::single_pass &&
+                        (!single_pass || !single_pass_rule(d, SinglePass::allowed).allowed))
+                        continue;
                     if (red == Reduction::subgroup && !d.subgroup_arithmetic()) continue;
                     if (path == Path::subgroup_row && red == Reduction::shared) continue;
                     // The shared-memory tree never uses subgroups: one size is enough.
@@ -230,8 +240,12 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     ro.plan.path = v.path;
     ro.plan.reduction = v.reduction;
     ro.plan.subgroup_size = v.subgroup_size;
-    // Small chunks on the split path: many partials to merge even for short rows.
-    if (v.path == Path::split) ro.plan.chunk_elements = 1;
+    // Small chunks on the chunked paths: many partials to merge even for
+    // short rows. The single-pass path is checked wherever the device has
+    // what it needs, exception table or not.
+    if (v.path == Path::split || v.path == Path::single_pass) ro.plan.chunk_elements = 1;
+    ro.plan.single_pass = SinglePass::allowed;
+    ro.plan.single_pass_patience = v.patience;
 
     const Outputs o = run_on_gpu(ctx, c, p, ro, rng);
     std::vector<double> ref(o.inputs.size());
@@ -250,27 +264,54 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     return r;
 }
 
+// check(), with an error (a plan refused, a Vulkan call failed) reported
+// as the case's failure.
+Result checked(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
+    try {
+        return check(ctx, c, v, rng);
+    } catch (const Error& e) {
+        Result r;
+        r.case_name = c.name;
+        r.variant = v.name();
+        r.subgroup_size = v.subgroup_size;
+        r.note = e.what();
+        r.pass = false;
+        return r;
+    }
+}
+
 }  // namespace
 
 std::vector<Result> run(Context& ctx, const Options& options, const std::function<void(const Result&)>& progress) {
     std::mt19937 rng(std::random_device{}());
     std::vector<Result> results;
     for (const Case& c : catalogue(ctx, options.quick))
-        for (const Variant& v : variants(ctx.info())) {
+        for (const Variant& v : variants(ctx.info(), options.single_pass)) {
             if (!options.filter.empty() && (c.name + " " + v.name()).find(options.filter) == std::string::npos) continue;
-            Result r;
-            try {
-                r = check(ctx, c, v, rng);
-            } catch (const Error& e) {
-                r.case_name = c.name;
-                r.variant = v.name();
-                r.subgroup_size = v.subgroup_size;
-                r.note = e.what();
-                r.pass = false;
-            }
+            const Result r = checked(ctx, c, v, rng);
             if (progress) progress(r);
             results.push_back(r);
         }
+    return results;
+}
+
+std::vector<Result> stress_single_pass(Context& ctx) {
+    std::vector<Result> results;
+    const DeviceInfo& d = ctx.info();
+    if (!single_pass_rule(d, SinglePass::allowed).allowed) return results;
+    std::mt19937 rng(std::random_device{}());
+    // Rows of spikes: the max of row r in chunk r % chunks, 100 above the
+    // rest, so that a partial lost or taken from another dispatch shows.
+    // 256 x 65 chunks of a tile on a GPU; a CPU device runs a few
+    // workgroups at a time, so 32 rows are as many more than it holds.
+    const uint64_t rows = d.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 32 : 256;
+    const Case c{"f32 softmax " + std::to_string(rows) + "x65537 (single-pass stress)", {rows, 65537, 1}, Dtype::f32,
+                 false, 1.0, true, true};
+    for (uint32_t patience : {0u, 1u}) {
+        Variant v{Path::single_pass, d.subgroup_arithmetic() ? Reduction::subgroup : Reduction::shared, Precision::fast, 0,
+                  patience};
+        results.push_back(checked(ctx, c, v, rng));
+    }
     return results;
 }
 

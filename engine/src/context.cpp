@@ -90,6 +90,15 @@ void Context::create_device(const ContextOptions& options) {
     if (info_.synchronization2) {
         sync2.synchronization2 = VK_TRUE;
         *next = &sync2;
+        next = &sync2.pNext;
+    }
+    // The single-pass path's workgroups hand each other partials.
+    VkPhysicalDeviceVulkanMemoryModelFeatures vmm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    if (info_.memory_model) {
+        vmm.vulkanMemoryModel = VK_TRUE;
+        vmm.vulkanMemoryModelDeviceScope = VK_TRUE;
+        *next = &vmm;
+        if (info_.api_version < VK_API_VERSION_1_2) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
     }
 
     float priority = 1.f;
@@ -186,6 +195,7 @@ void Context::adopt_device(const HostDevice& host) {
     }
     info_.subgroup_uniform_control_flow = info_.subgroup_uniform_control_flow && host.subgroup_uniform_control_flow;
     info_.synchronization2 = false;  // the host's to enable; recording never uses it
+    info_.memory_model = info_.memory_model && host.vulkan_memory_model;
     instance_vk_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 }
 

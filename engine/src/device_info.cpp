@@ -27,7 +27,7 @@ std::vector<VkExtensionProperties> device_extensions(const InstanceFunctions& vk
 struct Offered {
     bool size_control = false, driver_properties = false, float16 = false;
     bool executable_properties = false, uniform_control_flow = false, push_descriptor = false;
-    bool synchronization2 = false;
+    bool synchronization2 = false, memory_model = false;
 };
 
 Offered offered(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t api_version) {
@@ -41,6 +41,7 @@ Offered offered(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t api_v
     o.uniform_control_flow = has_extension(exts, VK_KHR_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_EXTENSION_NAME);
     o.push_descriptor = has_extension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     o.synchronization2 = v13;
+    o.memory_model = v12 || has_extension(exts, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
     return o;
 }
 
@@ -91,6 +92,7 @@ void read_features(const InstanceFunctions& vk, VkPhysicalDevice pd, const Offer
     VkPhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR ucf{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_FEATURES_KHR};
     VkPhysicalDeviceSynchronization2Features sync2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES};
+    VkPhysicalDeviceVulkanMemoryModelFeatures vmm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
     feats.pNext = &s16;
     void** tail = &s16.pNext;
     if (o.size_control) { *tail = &sgcf; tail = &sgcf.pNext; }
@@ -98,6 +100,7 @@ void read_features(const InstanceFunctions& vk, VkPhysicalDevice pd, const Offer
     if (o.executable_properties) { *tail = &pexe; tail = &pexe.pNext; }
     if (o.uniform_control_flow) { *tail = &ucf; tail = &ucf.pNext; }
     if (o.synchronization2) { *tail = &sync2; tail = &sync2.pNext; }
+    if (o.memory_model) { *tail = &vmm; tail = &vmm.pNext; }
     vk.vkGetPhysicalDeviceFeatures2(pd, &feats);
 
     if (o.size_control && sgcf.subgroupSizeControl && (size_control.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
@@ -112,6 +115,7 @@ void read_features(const InstanceFunctions& vk, VkPhysicalDevice pd, const Offer
     info.pipeline_statistics = o.executable_properties && pexe.pipelineExecutableInfo;
     info.subgroup_uniform_control_flow = o.uniform_control_flow && ucf.shaderSubgroupUniformControlFlow;
     info.synchronization2 = o.synchronization2 && sync2.synchronization2;
+    info.memory_model = o.memory_model && vmm.vulkanMemoryModel && vmm.vulkanMemoryModelDeviceScope;
 }
 
 // The first queue family with compute, and its timestamp bits.

@@ -16,6 +16,7 @@ const char* kind_name(ShaderKind kind) {
         case ShaderKind::split_normalize: return "split normalize";
         case ShaderKind::row_in_tiles: return "row in tiles";
         case ShaderKind::rows_per_slot: return "rows per slot";
+        case ShaderKind::single_pass: return "single pass";
     }
     return "?";
 }
@@ -25,7 +26,8 @@ std::string PipelineKey::id() const {
     return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
            "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (odd_rows ? "/odd" : "") + (log ? "/log" : "") +
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/" + kind_name(kind) +
-           (row_lanes ? "/lanes" + std::to_string(row_lanes) : "") + "/req" + std::to_string(required_subgroup_size);
+           (row_lanes ? "/lanes" + std::to_string(row_lanes) : "") +
+           (kind == ShaderKind::single_pass ? "/patience" + std::to_string(patience) : "") + "/req" + std::to_string(required_subgroup_size);
 }
 
 std::array<VkWriteDescriptorSet, 3> buffer_writes(const VkDescriptorBufferInfo (&buffers)[3], VkDescriptorSet set) {
@@ -90,7 +92,9 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
     const SpirvReduction reduction = !key_.subgroup ? SpirvReduction::shared
                                      : ctx.info().subgroup_uniform_control_flow ? SpirvReduction::subgroup_uniform_control_flow
                                                                                 : SpirvReduction::subgroup;
-    SpirvBlob blob = key_.copy ? copy_spirv() : softmax_spirv(key_.dtype, reduction, key_.row_lanes != 0);
+    const SpirvBlob blob = key_.copy                             ? copy_spirv()
+                           : key_.kind == ShaderKind::single_pass ? single_pass_spirv(key_.dtype, reduction)
+                                                                  : softmax_spirv(key_.dtype, reduction, key_.row_lanes != 0);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = blob.count * sizeof(uint32_t);
     mi.pCode = blob.words;
@@ -105,15 +109,17 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
 void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
-    // constant_id 0..8 of softmax_common.glsl; booleans are 32-bit.
-    const std::array<uint32_t, 9> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
-                                            key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
-                                            static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u};
-    std::array<VkSpecializationMapEntry, 9> entries{};
+    // constant_id 0..9 of softmax_common.glsl; booleans are 32-bit.
+    const std::array<uint32_t, 10> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
+                                             key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
+                                             static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u,
+                                             key_.patience};
+    std::array<VkSpecializationMapEntry, 10> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares only constant_id 0. ROW_LANES (7) is declared by
-    // the shuffle modules alone: an entry for an id a module does not
-    // declare is ignored (Vulkan's VkSpecializationInfo).
+    // the shuffle modules alone, PATIENCE (9) by the single-pass ones: an
+    // entry for an id a module does not declare is ignored (Vulkan's
+    // VkSpecializationInfo).
     const uint32_t count = key_.copy ? 1u : static_cast<uint32_t>(entries.size());
     VkSpecializationInfo spec{count, entries.data(), count * 4u, values.data()};
 

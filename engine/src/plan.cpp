@@ -98,10 +98,13 @@ Limits device_limits(const DeviceInfo& d, const PlanOptions& options) {
 //   (1x1000003 9.45, 9.70), while fp16 split rows gain (1x50257 9.00 ->
 //   8.62 in 16-byte windows);
 // - every other row gains (f32 4096x1009 11.6 -> 9.5, f16 8.5).
+// The single-pass path reads chunks as the split path does and follows it.
+bool chunked(Path path) { return path == Path::split || path == Path::single_pass; }
+
 bool vector_odd_rows(const Problem& problem, Path path, const Limits& l) {
     const Shape& s = problem.shape;
     if (s.inner != 1 || s.axis % 4 == 0 || s.axis <= 4ull * l.subgroup_size) return false;
-    return path != Path::split || problem.dtype == Dtype::f16;
+    return !chunked(path) || problem.dtype == Dtype::f16;
 }
 
 // Elements per access on `path`: 16-byte vectors where rows are contiguous
@@ -115,7 +118,7 @@ uint32_t access_width(const Problem& problem, Path path, const Limits& l, uint32
     const bool odd = s.axis % 4 != 0;
     if (s.inner != 1 || (odd && !vector_odd_rows(problem, path, l))) return 1;
     if (problem.dtype != Dtype::f16 || slots % 2 != 0) return 4;
-    return s.axis % 8 == 0 || (odd && path == Path::split) ? 8 : 4;
+    return s.axis % 8 == 0 || (odd && chunked(path)) ? 8 : 4;
 }
 
 // The longest window a row is read over on `path`: an ODD_ROWS row may
@@ -143,29 +146,85 @@ const char* path_name(Path p) {
         case Path::subgroup_row: return "subgroup-row";
         case Path::workgroup_row: return "workgroup-row";
         case Path::split: return "split";
+        case Path::single_pass: return "single-pass";
+    }
+    return "?";
+}
+
+const char* single_pass_name(SinglePass s) {
+    switch (s) {
+        case SinglePass::automatic: return "automatic";
+        case SinglePass::allowed: return "allowed";
+        case SinglePass::never: return "never";
     }
     return "?";
 }
 
 namespace {
 
-Path choose_path(const Problem& problem, const PlanOptions& options, const Limits& l) {
+// What is known of the single-pass path on each vendor's devices, for the
+// automatic rule: it is taken only where a measurement found it faster
+// than the two-dispatch split path. Its waits are bounded (a workgroup
+// that waits too long computes the missing partials itself), so on a
+// device that gives no forward progress between workgroups it is slow,
+// never hung; the conformance suite's stress case checks that under a
+// watchdog.
+struct SinglePassVendor {
+    uint32_t vendor_id;
+    bool faster;
+    const char* reason;
+};
+constexpr SinglePassVendor kSinglePassVendors[] = {
+    // bench/NOTES.md (v10): the handshake between workgroups (publish,
+    // poll, read the partials) costs about 3.3 us on this driver, more than
+    // the split path's second dispatch and barrier (2.3 us) and re-read.
+    {0x10DE, false,
+     "slower than two dispatches on an NVIDIA H200 (580.159.04): f32 1x131072 8.85 vs 7.86 us, 16x131072 12.4 vs "
+     "11.4 us"},
+    // Metal promises no forward progress between threadgroups; Apple M1 and
+    // M3 were shown to lack it (Smith, Levien, Owens, SPAA 2025): partials
+    // would often come from the waiting workgroup itself.
+    {0x106B, false, "Apple GPUs give no forward progress between workgroups"},
+    {0x13B5, false, "Arm Mali: not measured; workgroups not shown to run beside waiting ones"},
+    {0x5143, false, "Qualcomm Adreno: not measured; workgroups not shown to run beside waiting ones"},
+};
+
+}  // namespace
+
+SinglePassRule single_pass_rule(const DeviceInfo& d, SinglePass s) {
+    if (s == SinglePass::never) return {false, "single-pass path turned off (never)"};
+    if (!d.memory_model)
+        return {false, d.name + " has no vulkanMemoryModel with device scope enabled: long rows take two dispatches"};
+    if (s == SinglePass::allowed) return {true, "allowed: the Vulkan memory model at device scope"};
+    for (const SinglePassVendor& v : kSinglePassVendors)
+        if (v.vendor_id == d.vendor_id)
+            return {v.faster, std::string(v.reason) + (v.faster ? "" : ": long rows take two dispatches")};
+    return {false, "not measured on " + d.vendor_name() + " devices: long rows take two dispatches"};
+}
+
+namespace {
+
+Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (options.path) {
         if (*options.path == Path::subgroup_row && !l.subgroup_reduction)
             throw Error(ErrorKind::unsupported, "the subgroup-row path needs subgroup arithmetic");
+        if (*options.path == Path::single_pass) {
+            const SinglePassRule rule = single_pass_rule(d, options.single_pass);
+            if (!rule.allowed) throw Error(ErrorKind::unsupported, "the single-pass path is not allowed: " + rule.reason);
+        }
         return *options.path;
     }
     if (l.subgroup_reduction && row_window(problem, Path::subgroup_row, l) <= 4ull * kSubgroupRowSlots * l.subgroup_size)
         return Path::subgroup_row;
     if (row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
         return Path::workgroup_row;
-    return Path::split;
+    return single_pass_rule(d, options.single_pass).allowed ? Path::single_pass : Path::split;
 }
 
 }  // namespace
 
 Path choose_path(const DeviceInfo& device, const Problem& problem, const PlanOptions& options) {
-    return choose_path(problem, options, device_limits(device, options));
+    return choose_path(device, problem, options, device_limits(device, options));
 }
 
 namespace {
@@ -255,15 +314,20 @@ Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
     return g;
 }
 
-// Chunks of the split path for the geometry's tile: `want` elements each,
+// The single-pass path's workspace: a 16-byte partial per chunk (with its
+// ready flag), then a 4-byte count per row, rounded up to 16 bytes (softmax_single_pass.comp).
+uint64_t single_pass_workspace(uint64_t rows, uint64_t chunks) { return rows * chunks * 16 + div_up(4 * rows, 16) * 16; }
+
+// Chunks of a chunked path for the geometry's tile: `want` elements each,
 // rounded up to whole tiles, over the row's longest window.
-void set_chunks(Geometry& g, const Problem& problem, const Limits& l, uint64_t want) {
+void set_chunks(Geometry& g, const Problem& problem, const Limits& l, Path path, uint64_t want) {
     const uint64_t tile = 4ull * g.slots * g.workgroup_size;
     const uint64_t c = std::max<uint64_t>(tile, div_up(want, tile) * tile);
     g.chunk = static_cast<uint32_t>(std::min<uint64_t>(c, std::numeric_limits<uint32_t>::max() / 2));
-    g.chunks = static_cast<uint32_t>(div_up(row_window(problem, Path::split, l), g.chunk));
-    g.items = problem.shape.rows() * g.chunks;
-    g.workspace_bytes = g.items * 16;
+    g.chunks = static_cast<uint32_t>(div_up(row_window(problem, path, l), g.chunk));
+    const uint64_t rows = problem.shape.rows();
+    g.items = rows * g.chunks;
+    g.workspace_bytes = path == Path::single_pass ? single_pass_workspace(rows, g.chunks) : rows * g.chunks * 16;
 }
 
 // Long rows: chunks across workgroups, two dispatches.
@@ -276,7 +340,41 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
     const uint64_t want = options.chunk_elements
                               ? options.chunk_elements
                               : div_up(problem.shape.axis, std::clamp<uint64_t>(div_up(kSplitTargetItems, rows), 1, kSplitMaxChunks));
-    set_chunks(g, problem, l, want);
+    set_chunks(g, problem, l, Path::split, want);
+    if (g.items > std::numeric_limits<uint32_t>::max())
+        throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
+    return g;
+}
+
+// Long rows in one dispatch: a workgroup per chunk. A chunk of at most
+// kSinglePassHeldSlots slots per invocation is one tile, held in registers
+// from its statistic to its write; longer chunks are re-read tile by tile.
+// A workgroup merges at most 32 chunks per invocation (the shader's mask).
+Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
+    Geometry g;
+    g.required_subgroup_size = l.required_subgroup_size;
+    g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, kSinglePassWorkgroup));
+    const uint64_t rows = problem.shape.rows();
+    const uint64_t window = row_window(problem, Path::single_pass, l);
+    const uint64_t fewest = div_up(window, 32ull * g.workgroup_size);  // elements a chunk needs at least
+    const uint64_t want = std::max(
+        fewest, options.chunk_elements
+                    ? options.chunk_elements
+                    : std::max(kSinglePassMinChunk,
+                               div_up(window, std::clamp<uint64_t>(div_up(kSinglePassTargetItems, rows), 1,
+                                                                   kSinglePassMaxChunks))));
+    const uint64_t per_slot = 4ull * g.workgroup_size;
+    g.slots = want <= kSinglePassHeldSlots * per_slot
+                  ? slots_for(problem, Path::single_pass, l, div_up(want, per_slot), kSinglePassHeldSlots)
+                  : kSplitSlots;
+    set_chunks(g, problem, l, Path::single_pass, want);
+    // A power of two of chunks (the shader's generations count in steps of
+    // it, and 2^32 must be a multiple); the last ones may hold nothing.
+    uint32_t chunks = 1;
+    while (chunks < g.chunks) chunks *= 2;
+    g.chunks = chunks;
+    g.items = rows * chunks;
+    g.workspace_bytes = single_pass_workspace(rows, chunks);
     if (g.items > std::numeric_limits<uint32_t>::max())
         throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
     return g;
@@ -298,12 +396,13 @@ void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& opt
         g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
         g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
     }
-    if (path == Path::split) set_chunks(g, problem, l, g.chunk);
+    if (chunked(path)) set_chunks(g, problem, l, path, g.chunk);
 }
 
 // What pass `pass` of a plan dispatches.
 ShaderKind shader_kind(Path path, uint32_t pass, bool slot_rows, bool long_rows) {
     if (path == Path::split) return pass == 0 ? ShaderKind::split_statistics : ShaderKind::split_normalize;
+    if (path == Path::single_pass) return ShaderKind::single_pass;
     if (slot_rows) return ShaderKind::rows_per_slot;
     return long_rows ? ShaderKind::row_in_tiles : ShaderKind::row_in_registers;
 }
@@ -325,17 +424,19 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     check_fits(d, elements, plan.tensor_bytes);
 
     const Limits l = device_limits(d, options);
-    const Path path = choose_path(problem, options, l);
+    const Path path = choose_path(d, problem, options, l);
     const bool slot_rows = holds_rows_per_slot(problem, path, l);
     Geometry g = path == Path::subgroup_row    ? plan_subgroup_rows(d, problem, l, slot_rows)
                  : path == Path::workgroup_row ? plan_workgroup_row(problem, l)
+                 : path == Path::single_pass   ? plan_single_pass(problem, options, l)
                                                : plan_split(problem, options, l);
     apply_overrides(g, problem, options, l, path, slot_rows);
 
     plan.path = path;
     plan.passes = path == Path::split ? 2 : 1;
     plan.rows_per_workgroup = g.rows_per_workgroup;
-    plan.workspace_bytes = g.workspace_bytes;  // the split path's partials; 0 otherwise
+    plan.workspace_bytes = g.workspace_bytes;  // the chunked paths' partials; 0 otherwise
+    plan.workspace_zeroed = path == Path::single_pass;
     plan.groups = static_cast<uint32_t>(std::min<uint64_t>(g.items, d.max_workgroup_count[0]));
     plan.push = PushConstants{static_cast<uint32_t>(rows), static_cast<uint32_t>(shape.axis),
                               static_cast<uint32_t>(shape.inner), g.chunks, g.chunk, inv_t};
@@ -348,6 +449,10 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     key.required_subgroup_size = g.required_subgroup_size;
     key.subgroup_rows = g.subgroup_rows;
     key.row_lanes = g.row_lanes;
+    key.patience = path != Path::single_pass ? 0
+                   : options.single_pass_patience          ? options.single_pass_patience
+                   : d.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? kSinglePassPatienceCpu
+                                                           : kSinglePassPatience;
     key.workgroup_size = g.workgroup_size;
     key.slots = g.slots;
     // A slot row is one slot wide: 4-wide (or scalar, for rows of a few
@@ -359,7 +464,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     // 580.159.04 the variant holding both forms gave NaN rows for some slot
     // counts (bench/NOTES.md).
     const uint64_t planned_tile = 4ull * g.slots * (g.subgroup_rows ? l.subgroup_size : g.workgroup_size);
-    const bool long_rows = path != Path::split && !slot_rows && row_window(problem, path, l) > planned_tile;
+    const bool long_rows = !chunked(path) && !slot_rows && row_window(problem, path, l) > planned_tile;
     for (uint32_t p = 0; p < plan.passes; ++p) {
         plan.key[p] = key;
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows);

@@ -32,6 +32,8 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
         VkBufferCopy region{0, 0, bytes};
         vk.vkCmdCopyBuffer(cb, up.buffer(), in.buffer(), 1, &region);
+        // The single-pass path's counters start at zero.
+        if (plan.workspace_zeroed) vk.vkCmdFillBuffer(cb, workspace->buffer(), 0, VK_WHOLE_SIZE, 0);
         if (options.poison_output) vk.vkCmdFillBuffer(cb, out.buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(problem.dtype));
         VkMemoryBarrier to_shader{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};

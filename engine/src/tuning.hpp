@@ -45,5 +45,26 @@ constexpr uint32_t kSplitWorkgroup = 256;
 constexpr uint32_t kSplitSlots = 4;
 constexpr uint64_t kSplitTargetItems = 1024;  // chunks in flight across all rows
 constexpr uint64_t kSplitMaxChunks = 512;     // partials each pass-2 workgroup merges
+// The single-pass path: chunks of rows spread over workgroups in one
+// dispatch. Chunks of up to kSinglePassHeldSlots slots per invocation are
+// held in registers from the chunk's statistic to its write, so the row
+// moves 2 x N bytes to and from memory.
+constexpr uint32_t kSinglePassWorkgroup = 256;
+constexpr uint32_t kSinglePassHeldSlots = 8;
+constexpr uint64_t kSinglePassTargetItems = 1024;  // chunks across all rows
+// Chunks of at least one tile of 4 slots: in a sweep of chunks of 1024,
+// 4096 and 16384 elements (H200, f32), 4096 was fastest on 1 x 32768 to
+// 1 x 524288 and 16 x 131072 (1 x 131072: 9.57, 8.85, 10.92 us).
+constexpr uint64_t kSinglePassMinChunk = 4096;
+constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each normalize item merges
+// Polling rounds a workgroup waits for its row's partials before computing
+// the missing ones itself (PATIENCE). On a GPU the partials of co-resident
+// workgroups arrive within a few rounds; a round is at least a device-scope
+// load and three barriers, so 4096 rounds are milliseconds: only a
+// workgroup whose partner never ran waits that long. A CPU device (lavapipe)
+// runs each thread's workgroups one after another, so waiting there only
+// delays the computation that has to happen anyway.
+constexpr uint32_t kSinglePassPatience = 4096;
+constexpr uint32_t kSinglePassPatienceCpu = 4;
 
 }  // namespace vksoftmax::tuning

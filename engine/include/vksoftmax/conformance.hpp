@@ -19,6 +19,9 @@ namespace vksoftmax::conformance {
 struct Options {
     bool quick = false;      // fewer lengths: for CI on a CPU driver
     std::string filter;      // run only cases/variants whose "case variant" text contains this
+    // Whether the catalogue checks the single-pass path too (where the
+    // device has what it needs); off after the stress case hung.
+    bool single_pass = true;
 };
 
 struct Result {
@@ -38,5 +41,15 @@ struct Result {
 // Runs the catalogue on `ctx`'s device; `progress` (optional) sees each result.
 std::vector<Result> run(Context& ctx, const Options& options,
                         const std::function<void(const Result&)>& progress = {});
+
+// The single-pass stress case: far more workgroups than a device holds at
+// once (256 rows of 65537 in chunks of one tile: tens of thousands of
+// workgroups; 32 rows on a CPU device), spike rows whose max moves through every chunk, with the
+// plan's patience and with patience 1 (partials computed by the waiting
+// workgroup itself). It runs in the caller's process and needs a driver
+// that keeps dispatching workgroups while others wait: run it under a
+// watchdog (`vksoftmax conformance` runs it in a child process it kills
+// after a timeout). Empty where the device cannot take the path.
+std::vector<Result> stress_single_pass(Context& ctx);
 
 }  // namespace vksoftmax::conformance

@@ -71,6 +71,9 @@ struct HostDevice {
     bool storage_buffer_16bit = false;    // storageBuffer16BitAccess: fp16 tensors
     bool subgroup_size_control = false;   // subgroupSizeControl (+ computeFullSubgroups)
     bool subgroup_uniform_control_flow = false;  // VK_KHR_shader_subgroup_uniform_control_flow: recommended
+    // vulkanMemoryModel and vulkanMemoryModelDeviceScope: long rows in one
+    // dispatch (the single-pass path); without them, two dispatches.
+    bool vulkan_memory_model = false;
     bool debug_utils = false;  // VK_EXT_debug_utils on the instance: pipelines named, recorded work labelled
     // A blob from Context::pipeline_cache_data() of an earlier run, or empty.
     std::vector<uint8_t> pipeline_cache;

@@ -37,6 +37,9 @@ struct DeviceInfo {
     bool shader_float16 = false;
     bool push_descriptor = false;
     bool synchronization2 = false;  // Vulkan 1.3's feature: vkCmdPipelineBarrier2
+    // vulkanMemoryModel with vulkanMemoryModelDeviceScope: workgroups of one
+    // dispatch may hand each other partials (the single-pass path).
+    bool memory_model = false;
     bool pipeline_statistics = false;  // VK_KHR_pipeline_executable_properties
 
     float timestamp_period = 0.f;  // ns per tick

@@ -16,14 +16,16 @@ namespace vksoftmax {
 class Context;
 struct DeviceFunctions;
 
-// What one dispatch of softmax.comp does: its KIND specialization constant
-// (the KIND_* constants of softmax_common.glsl, same values).
+// What one dispatch does: its KIND specialization constant (the KIND_*
+// constants of softmax_common.glsl, same values). single_pass is the
+// module of softmax_single_pass.comp; the others are softmax.comp's.
 enum class ShaderKind : uint32_t {
     row_in_registers = 0,  // a group owns a row, read once into registers (tile by tile if longer)
     split_statistics = 1,  // split pass 1: each chunk's (m, d) and flags
     split_normalize = 2,   // split pass 2: merge a row's partials, write the chunk
     row_in_tiles = 3,      // a group owns a row the plan knows is longer than a tile
     rows_per_slot = 4,     // a subgroup holds several short rows, one in each vec4 slot
+    single_pass = 5,       // long rows in one dispatch (softmax_single_pass.comp)
 };
 const char* kind_name(ShaderKind kind);
 
@@ -48,6 +50,9 @@ struct PipelineKey {
     // subgroup size, reduced by subgroup shuffles, a module of their own);
     // 0: the whole subgroup holds each row.
     uint32_t row_lanes = 0;
+    // single_pass: polling rounds before a workgroup computes the partials
+    // still missing itself (PATIENCE).
+    uint32_t patience = 0;
 
     std::string id() const;
 };

@@ -21,16 +21,40 @@ enum class Path {
     subgroup_row,   // a subgroup owns a short row; several rows per workgroup
     workgroup_row,  // a workgroup owns a row held in registers
     split,          // long rows: chunks across workgroups, two dispatches
+    single_pass,    // long rows: chunks across workgroups in one dispatch, which wait on each other
 };
 const char* path_name(Path p);
 
 enum class Reduction { automatic, subgroup, shared };
 
+// Whether long rows may take the single-pass path, whose workgroups gather
+// each other's partials within one dispatch (single_pass_rule()):
+// automatic: where the device has the Vulkan memory model at device scope
+// and its vendor is one on which the path was measured faster than two
+// dispatches (none yet: bench/NOTES.md); allowed: wherever it has the
+// memory model; never: the two-dispatch split path.
+enum class SinglePass { automatic, allowed, never };
+const char* single_pass_name(SinglePass s);
+
+// Whether `device` takes the single-pass path under `s`, and why (for
+// reports): the memory-model features first, then what is known of the
+// vendor (engine/src/plan.cpp).
+struct SinglePassRule {
+    bool allowed = false;
+    std::string reason;
+};
+SinglePassRule single_pass_rule(const DeviceInfo& device, SinglePass s = SinglePass::automatic);
+
 struct PlanOptions {
     Reduction reduction = Reduction::automatic;
     uint32_t subgroup_size = 0;      // required subgroup size; 0: the device's
     std::optional<Path> path;        // force a path (tests, conformance)
-    uint32_t chunk_elements = 0;     // split path: elements per chunk (rounded to a tile)
+    uint32_t chunk_elements = 0;     // split and single-pass paths: elements per chunk (rounded to a tile)
+    SinglePass single_pass = SinglePass::automatic;
+    // Single-pass path: polling rounds before a workgroup computes the
+    // partials still missing itself; 0: the plan's (tests set 1 to take
+    // that path on every device).
+    uint32_t single_pass_patience = 0;
     uint32_t workgroup_size = 0;     // override (a power of two); 0: the plan's choice
     uint32_t slots = 0;              // override of vec4 slots per invocation (rows_per_slot: rows
                                      // per subgroup, one per slot); 0: the plan's choice
@@ -45,7 +69,14 @@ struct Plan {
     uint32_t groups = 0;  // workgroups per dispatch
     PushConstants push{};
     uint64_t tensor_bytes = 0;     // input (and output) size
-    uint64_t workspace_bytes = 0;  // split path partials; 0 otherwise
+    // The split and single-pass paths' partials (and the single-pass path's
+    // counters); 0 otherwise.
+    uint64_t workspace_bytes = 0;
+    // The single-pass path keeps flags and counts in its workspace: it must
+    // hold zeros before this plan's first call; each call leaves it ready
+    // for the next call of the same plan (zero it again before another
+    // plan uses it).
+    bool workspace_zeroed = false;
     uint32_t rows_per_workgroup = 1;
     // The debug label of the recorded work (where VK_EXT_debug_utils is on):
     // "vksoftmax softmax f32 (outer 64, axis 3000, inner 1) (subgroup-row)".
@@ -55,7 +86,7 @@ struct Plan {
 // Which path a problem takes on a device: the forced one, else a subgroup
 // per row for rows of up to 32 x the subgroup size (with subgroup
 // arithmetic), a workgroup per row up to 32 x the largest workgroup, else
-// split.
+// single-pass where single_pass_rule() takes it, else split.
 Path choose_path(const DeviceInfo& device, const Problem& problem, const PlanOptions& options = {});
 
 // The plan for a device from its description alone: path, geometry, shader

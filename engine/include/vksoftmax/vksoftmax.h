@@ -19,6 +19,10 @@
  *     nothing else;
  *   after: the output is written by VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
  *     with VK_ACCESS_SHADER_WRITE_BIT; readers need a barrier from there.
+ * A single-pass plan (one dispatch for long rows, possible where
+ * vulkan_memory_model is set) records no barrier; its workspace must be
+ * zero-filled before the plan's first record with it, and each call leaves
+ * it ready for the next call of the same plan.
  *
  * Threads: each context calls Vulkan through function tables of its own,
  * loaded from the get_instance_proc_addr it was given; vksoftmax keeps no
@@ -92,6 +96,11 @@ typedef struct vksm_context_desc {
      * use it while a vksm_record() on this context runs. Give each context
      * its own pool. Ignored where push_descriptor is set. */
     VkDescriptorPool descriptor_pool;
+    /* Nonzero where the host enabled vulkanMemoryModel and
+     * vulkanMemoryModelDeviceScope (Vulkan 1.2 features): long rows then
+     * take one dispatch (the single-pass path), where the plan's rule
+     * chooses it; otherwise two. */
+    int vulkan_memory_model;
 } vksm_context_desc;
 
 /* Softmax along `axis` of a dense row-major tensor seen as (outer, axis, inner). */
@@ -126,7 +135,8 @@ void vksm_plan_destroy(vksm_plan plan);
  * (0: none needed), with the workspace's offset alignment. */
 VkDeviceSize vksm_plan_tensor_bytes(vksm_plan plan);
 void vksm_plan_workspace(vksm_plan plan, VkDeviceSize* size, VkDeviceSize* alignment);
-/* Dispatches recorded: 1, or 2 for rows split across workgroups (0: empty tensor). */
+/* Dispatches recorded: 1, or 2 for rows split across workgroups in two
+ * passes (0: empty tensor). */
 uint32_t vksm_plan_passes(vksm_plan plan);
 
 /* Records the plan into the host's command buffer (in the recording state,

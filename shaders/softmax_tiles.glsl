@@ -1,0 +1,204 @@
+// The tiles of a row held in vec4 slots: a window onto a row (Span), its
+// loads and stores (whole vectors, or the head and tail of an ODD_ROWS row
+// element by element), the lane's statistic of a tile, and a span's
+// statistic and write tile by tile. Included by softmax.comp and
+// softmax_single_pass.comp after softmax_common.glsl.
+
+// The vec4 slots this invocation holds: a tile's elements, then its outputs.
+vec4 slots[SLOTS];
+
+// Elements [first, end) of a window onto a row: the window starts at
+// element `base` of the tensor, its neighbours `stride` apart. It starts at
+// the row's first element (first = 0) unless ODD_ROWS; the split path's
+// chunks are windows of their own (end at the chunk's end).
+struct Span { uint base; uint stride; uint first; uint end; };
+
+// Window index i .. i + 3 of an ODD_ROWS span element by element: the
+// vectors its row only partly covers (its head and tail), which hold
+// elements of the neighbouring rows too. Elements outside [first, end)
+// read as -inf and are never read.
+vec4 load_part(Span row, uint i) {
+    vec4 o;
+    for (uint c = 0u; c < 4u; ++c) o[c] = i + c >= row.first && i + c < row.end ? float(x_s[row.base + i + c]) : vksm_neg_inf();
+    return o;
+}
+
+// Writes the elements of window index i .. i + 3 that lie in [first, end),
+// one by one, leaving the neighbouring rows' elements alone.
+void store_part(Span row, uint i, vec4 v) {
+    for (uint c = 0u; c < 4u; ++c)
+        if (i + c >= row.first && i + c < row.end) y_s[row.base + i + c] = ELEM(v[c]);
+}
+
+// Whether the VEC elements at window index i are a whole vector of the
+// span's (else its head or tail, or past its end).
+bool whole_vector(Span row, uint i) { return !ODD_ROWS || (i >= row.first && i + VEC <= row.end); }
+
+// Slot j of the tile at tile_begin, for 1- and 4-wide accesses; missing
+// elements read as -inf.
+vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane) {
+    if (VEC == 4u) {
+        uint i = tile_begin + 4u * (j * lanes + lane);
+        if (!whole_vector(row, i)) return load_part(row, i);
+        return i < row.end ? load4((row.base + i) >> 2) : vec4(vksm_neg_inf());
+    }
+    vec4 o;
+    for (uint c = 0u; c < 4u; ++c) {
+        uint i = tile_begin + (j * 4u + c) * lanes + lane;
+        o[c] = i < row.end ? float(x_s[row.base + i * row.stride]) : vksm_neg_inf();
+    }
+    return o;
+}
+
+// Loads the tile at tile_begin of the span into the slots; missing
+// elements read as -inf, which every later step treats as contributing
+// nothing.
+void load_tile(Span row, uint tile_begin, uint lanes, uint lane) {
+    if (VEC == 8u) {
+        // One 16-byte access fills a pair of slots (the plan keeps SLOTS even).
+        for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+            uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
+            vec4 a = vec4(vksm_neg_inf()), b = vec4(vksm_neg_inf());
+            if (!whole_vector(row, i)) {
+                a = load_part(row, i);
+                b = load_part(row, i + 4u);
+            } else if (i < row.end) {
+                load8((row.base + i) >> 3, a, b);
+            }
+            slots[j] = a;
+            slots[j + 1u] = b;
+        }
+    } else {
+        for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(row, tile_begin, j, lanes, lane);
+    }
+}
+
+// This lane's max over the finite elements of slots [j0, j1), and flags:
+// three instructions per element instead of a classification (the fp16 row
+// shapes are bound by per-element work: bench/NOTES.md). The float
+// max is exact for finite and -inf elements; NaN and +inf (poison) are
+// told by two integer maxima of the bits (+inf and positive NaNs are the
+// largest signed patterns, negative NaNs the unsigned ones above -inf), so
+// the max's value does not matter when there is one.
+VksmStat lane_max_and_flags(uint j0, uint j1) {
+    float m = vksm_neg_inf();
+    uint hu = 0u;
+    int hi = -2147483647 - 1;
+    for (uint j = j0; j < j1; ++j)
+        for (uint c = 0u; c < 4u; ++c) {
+            float x = slots[j][c];
+            m = max(m, x);
+            hu = max(hu, floatBitsToUint(x));
+            hi = max(hi, floatBitsToInt(x));
+        }
+    if (hu > 0xff800000u || hi >= 0x7f800000) return VksmStat(-VKSM_FLT_MAX, 0.0, VKSM_F_POISON);
+    // Only -inf (or no element) left when the max is -inf.
+    if (floatBitsToUint(m) == 0xff800000u) return VksmStat(-VKSM_FLT_MAX, 0.0, 0u);
+    return VksmStat(m, 0.0, VKSM_F_FINITE);
+}
+
+// This lane's statistic of the tile held in its slots.
+VksmStat lane_tile_statistic() {
+    VksmStat s = lane_max_and_flags(0u, SLOTS);
+    for (uint j = 0u; j < SLOTS; ++j)
+        for (uint c = 0u; c < 4u; ++c) s.d += vksm_element_exp(slots[j][c] - s.m);
+    return s;
+}
+
+// The output of slot j given the row's statistic. `exps`: the slots
+// already hold exp((x - m) / T) (single-tile softmax).
+vec4 slot_output(uint j, VksmStat s, bool exps, float inv_d, float log_d, bool bad) {
+    vec4 o;
+    for (uint c = 0u; c < 4u; ++c) {
+        float x = slots[j][c];
+        if (exps) o[c] = x * inv_d;
+        else if (LOG) o[c] = vksm_classify(x) == VKSM_C_FINITE ? vksm_log_shift(x, s.m) - log_d : vksm_neg_inf();
+        else o[c] = vksm_element_exp(x - s.m) * inv_d;
+        o[c] = bad ? vksm_nan() : o[c];
+    }
+    return o;
+}
+
+// Writes slot j given its row's statistic, at the place of slot p of the
+// tile at tile_begin (1- and 4-wide accesses). A 4-wide output is computed
+// only where it is stored: computing outputs first made no fp32 row faster,
+// and gave NaN rows in some geometries on NVIDIA 580.159.04 (bench/NOTES.md).
+void write_slot(Span row, uint tile_begin, uint p, uint lanes, uint lane, uint j, VksmStat s, bool exps, float inv_d,
+                float log_d, bool bad) {
+    if (VEC == 4u) {
+        uint i = tile_begin + 4u * (p * lanes + lane);
+        if (!whole_vector(row, i)) store_part(row, i, slot_output(j, s, exps, inv_d, log_d, bad));
+        else if (i < row.end) store4((row.base + i) >> 2, slot_output(j, s, exps, inv_d, log_d, bad));
+        return;
+    }
+    vec4 o = slot_output(j, s, exps, inv_d, log_d, bad);
+    for (uint c = 0u; c < 4u; ++c) {
+        uint i = tile_begin + (p * 4u + c) * lanes + lane;
+        if (i < row.end) y_s[row.base + i * row.stride] = ELEM(o[c]);
+    }
+}
+
+// Writes the tile held in the slots given the row's statistic. With 16-byte
+// fp16 accesses every output is computed (into the slots) before the first
+// store: computing each store's outputs just before it made those rows
+// 1.6-2.5x slower on NVIDIA. Narrower accesses keep the interleaved form
+// (write_slot).
+void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bool exps) {
+    bool bad = (s.f & VKSM_F_POISON) != 0u || (s.f & VKSM_F_FINITE) == 0u;
+    float inv_d = 1.0 / s.d;
+    float log_d = log(s.d);
+    if (VEC == 8u) {
+        for (uint j = 0u; j < SLOTS; ++j) slots[j] = slot_output(j, s, exps, inv_d, log_d, bad);
+        for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+            uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
+            if (!whole_vector(row, i)) {
+                store_part(row, i, slots[j]);
+                store_part(row, i + 4u, slots[j + 1u]);
+            } else if (i < row.end) {
+                store8((row.base + i) >> 3, slots[j], slots[j + 1u]);
+            }
+        }
+    } else {
+        for (uint j = 0u; j < SLOTS; ++j) write_slot(row, tile_begin, j, lanes, lane, j, s, exps, inv_d, log_d, bad);
+    }
+}
+
+// The group's statistic of the span from `begin` (a multiple of the tile)
+// to its end, read tile by tile (a row longer than one tile, and split
+// pass 1).
+VksmStat span_stat(Span row, uint begin, uint tile, uint lanes, uint lane) {
+    VksmStat s = vksm_stat_empty();
+    uint tiles = (row.end - begin + tile - 1u) / tile;
+    for (uint t = 0u; t < tiles; ++t) {
+        load_tile(row, begin + t * tile, lanes, lane);
+        s = vksm_stat_merge(s, lane_tile_statistic());
+    }
+    return group_stat(s);
+}
+
+// Writes the span from `begin` given the row's statistic, re-reading it
+// last tile first: those were read last by span_stat, so they are the
+// likeliest to still be in L2.
+void span_write(Span row, uint begin, uint tile, uint lanes, uint lane, VksmStat s) {
+    for (uint t = (row.end - begin + tile - 1u) / tile; t > 0u; --t) {
+        uint t0 = begin + (t - 1u) * tile;
+        load_tile(row, t0, lanes, lane);
+        write_tile(row, t0, lanes, lane, s, false);
+    }
+}
+
+// First element of row r (rows = outer * inner, neighbours `inner` apart).
+uint row_base(uint r) {
+    uint o = r / pc.inner;
+    return o * pc.axis * pc.inner + (r - o * pc.inner);
+}
+
+// Row r's window: an ODD_ROWS row starts `base % VEC` elements into it.
+Span row_span(uint r) {
+    uint base = row_base(r);
+    uint first = ODD_ROWS ? base % VEC : 0u;
+    return Span(base - first, pc.inner, first, first + pc.axis);
+}
+
+// The longest window of a row: ODD_ROWS rows may start VEC - 1 elements in.
+uint longest_window() { return pc.axis + (ODD_ROWS ? VEC - 1u : 0u); }

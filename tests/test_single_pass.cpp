@@ -1,0 +1,196 @@
+// The single-pass path (long rows in one dispatch, each workgroup gathering
+// its row's partials from the others) against the float64 CPU reference:
+// lost partials, more workgroups than the device holds at once, partials
+// computed by a waiting workgroup itself (patience 1), tiny chunks,
+// non-finite elements in one chunk only, lengths around chunk boundaries,
+// and the workspace left at zero for the next call.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "gpu_fixture.hpp"
+
+using namespace vkstest;
+
+namespace {
+
+const float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// The single-pass path forced, with `chunk` elements per chunk (0: the
+// plan's), and the reduction.
+PlanOptions single_pass(uint32_t chunk, Reduction reduction = Reduction::automatic, uint32_t patience = 0) {
+    PlanOptions o;
+    o.single_pass_patience = patience;
+    o.path = Path::single_pass;
+    o.single_pass = SinglePass::allowed;
+    o.chunk_elements = chunk;
+    o.reduction = reduction;
+    return o;
+}
+
+Problem rows_of(uint64_t rows, uint64_t cols, Dtype dt = Dtype::f32, bool log = false) {
+    Problem p;
+    p.shape = {rows, cols, 1};
+    p.dtype = dt;
+    p.log = log;
+    return p;
+}
+
+// The reductions the device has: the shared-memory tree always, subgroup
+// arithmetic where offered.
+std::vector<Reduction> reductions() {
+    std::vector<Reduction> r = {Reduction::shared};
+    if (Gpu::ctx().info().subgroup_arithmetic()) r.push_back(Reduction::subgroup);
+    return r;
+}
+
+class SinglePassTest : public Gpu {
+protected:
+    void SetUp() override {
+        Gpu::SetUp();
+        if (!single_pass_rule(ctx().info(), SinglePass::allowed).allowed)
+            GTEST_SKIP() << single_pass_rule(ctx().info(), SinglePass::allowed).reason;
+    }
+};
+
+}  // namespace
+
+// Rows whose max is a spike 100 above the rest (in [-1, 1]), moving
+// through every chunk across the rows: a partial lost anywhere leaves
+// exp(99), which overflows fp32. Tiny chunks (one tile) make many partials
+// per row and, over 61 rows, more workgroups than lavapipe runs at once;
+// with patience 1 a workgroup computes the partials it does not find
+// published at once itself, so both ways of gathering a row are checked on
+// every device.
+TEST_F(SinglePassTest, SpikeInEveryChunk) {
+    const uint32_t seed = fresh_seed();
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> small(-1.f, 1.f);
+    for (Reduction red : reductions())
+        for (uint32_t patience : {0u, 1u})
+        for (bool log : {false, true}) {
+            const uint64_t rows = 61, cols = 20000 + 3;
+            const Problem p = rows_of(rows, cols, Dtype::f32, log);
+            std::vector<float> x(rows * cols);
+            for (float& e : x) e = small(rng);
+            for (uint64_t r = 0; r < rows; ++r) x[r * cols + (r * 997 + r * cols / rows) % cols] = 100.f;
+            const PlanOptions opts = single_pass(1, red, patience);
+            Outcome o = run_and_compare(p, x, opts);
+            ASSERT_EQ(o.plan.path, Path::single_pass);
+            EXPECT_GE(o.plan.push.chunks * rows, 1000u) << "expected many work items";
+            EXPECT_TRUE(o.acc.within(1e-5, 0.0)) << describe(p, opts) << " (patience " << patience << ", seed " << seed << ", "
+                                                 << o.plan.push.chunks << " chunks of " << o.plan.push.chunk
+                                                 << "): " << o.acc.describe();
+        }
+}
+
+// Row lengths one below, at and one above 1, 2 and 3 chunks, fp32 and fp16
+// (whose odd lengths take 16-byte windows), with the plan's and tiny chunks.
+TEST_F(SinglePassTest, LengthsAroundChunkBoundaries) {
+    for (Dtype dt : {Dtype::f32, Dtype::f16}) {
+        // The chunk a tiny request becomes: one tile.
+        const Plan probe = plan_geometry(ctx().info(), rows_of(1, 50000, dt), single_pass(1));
+        const uint64_t chunk = probe.push.chunk;
+        for (uint64_t k : {1u, 2u, 3u})
+            for (int64_t delta : {-1, 0, 1}) {
+                const uint64_t cols = k * chunk + static_cast<uint64_t>(delta + 1) - 1;
+                const Problem p = rows_of(3, cols, dt);
+                const uint32_t seed = fresh_seed();
+                const PlanOptions opts = single_pass(1);
+                Outcome o = run_and_compare(p, random_logits(p.shape.elements(), seed), opts);
+                const Bound b = accuracy_bound(dt, false);
+                EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << describe(p, opts) << " (chunk " << o.plan.push.chunk << ", seed "
+                                                      << seed << "): " << o.acc.describe();
+            }
+    }
+}
+
+// A NaN, a +inf, a chunk all -inf and a row all -inf, each in one chunk of
+// its row only: the rows follow SciPy (NaN rows; -inf elements give 0).
+TEST_F(SinglePassTest, NonFiniteInOneChunk) {
+    const uint64_t cols = 12289;
+    for (Dtype dt : {Dtype::f32, Dtype::f16})
+        for (bool log : {false, true}) {
+            const uint32_t seed = fresh_seed();
+            const Problem p = rows_of(5, cols, dt, log);
+            auto x = random_logits(p.shape.elements(), seed);
+            const PlanOptions opts = single_pass(1);
+            const Plan plan = plan_geometry(ctx().info(), p, opts);
+            const uint64_t chunk = plan.push.chunk;
+            ASSERT_GE(plan.push.chunks, 3u) << "expected a row of several chunks";
+            x[0 * cols + chunk + 5] = kNaN;                                        // row 0: NaN in chunk 1
+            x[1 * cols + cols - 2] = kInf;                                         // row 1: +inf in the last chunk
+            std::fill(x.begin() + 2 * cols + chunk, x.begin() + 2 * cols + 2 * chunk, -kInf);  // row 2: chunk 1 all -inf
+            std::fill(x.begin() + 3 * cols, x.begin() + 4 * cols, -kInf);          // row 3: all -inf
+            Outcome o = run_and_compare(p, x, opts);
+            const std::string what = describe(p, opts) + " (seed " + std::to_string(seed) + ")";
+            EXPECT_EQ(o.acc.nonfinite_mismatches, 0u) << what << ": " << o.acc.describe();
+            for (uint64_t r : {0u, 1u, 3u})
+                for (uint64_t i = 0; i < cols; ++i)
+                    ASSERT_TRUE(std::isnan(o.got[r * cols + i])) << what << ": row " << r << " element " << i;
+            for (uint64_t i = chunk; i < 2 * chunk; ++i)
+                ASSERT_EQ(o.got[2 * cols + i], log ? -INFINITY : 0.0) << what << ": row 2 element " << i;
+            EXPECT_TRUE(o.acc.within(accuracy_bound(dt, log).rel, 0.0)) << what << ": " << o.acc.describe();
+        }
+}
+
+// The plan's own geometry on single rows of vocabulary size and on a batch
+// of them, both dtypes: the shapes the path is for.
+TEST_F(SinglePassTest, VocabularyRows) {
+    for (const auto& [rows, cols] : {std::pair<uint64_t, uint64_t>{1, 32000}, {1, 151936}, {4, 50257}, {33, 8193}})
+        for (Dtype dt : {Dtype::f32, Dtype::f16}) {
+            const Problem p = rows_of(rows, cols, dt);
+            const uint32_t seed = fresh_seed();
+            const PlanOptions opts = single_pass(0);
+            Outcome o = run_and_compare(p, random_logits(p.shape.elements(), seed), opts);
+            EXPECT_TRUE(o.acc.within(accuracy_bound(dt, false).rel, 0.0))
+                << describe(p, opts) << " (seed " << seed << "): " << o.acc.describe();
+        }
+}
+
+// Calls back to back on one workspace, with the barrier the contract asks
+// for between them: each call is a generation of the flags, and the counts
+// grow by the chunk count per call.
+TEST_F(SinglePassTest, CallsAreGenerations) {
+    Context& c = ctx();
+    const Problem p = rows_of(7, 30011);
+    const Plan plan = make_plan(c, p, single_pass(1));
+    ASSERT_TRUE(plan.workspace_zeroed);
+    const auto x = random_logits(p.shape.elements(), fresh_seed());
+    Buffer in(c, plan.tensor_bytes, MemoryKind::device, "in");
+    Buffer out(c, plan.tensor_bytes, MemoryKind::device, "out");
+    Buffer ws(c, plan.workspace_bytes, MemoryKind::device, "workspace");
+    upload(c, in, x.data(), plan.tensor_bytes);
+    fill(c, ws, 0);
+    const int calls = 5;
+    c.submit_and_wait([&](VkCommandBuffer cb) {
+        for (int k = 0; k < calls; ++k) {
+            if (k) {
+                VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+                c.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                            0, 1, &b, 0, nullptr, 0, nullptr);
+            }
+            record(c, plan, cb, {in.buffer(), 0, plan.tensor_bytes}, {out.buffer(), 0, plan.tensor_bytes},
+                   {ws.buffer(), 0, plan.workspace_bytes});
+        }
+    });
+    std::vector<float> y(p.shape.elements());
+    download(c, out, y.data(), plan.tensor_bytes);
+    const std::vector<double> xd(x.begin(), x.end());
+    std::vector<double> ref(y.size());
+    cpu::softmax(p, xd.data(), ref.data());
+    const Accuracy acc = compare(p, std::vector<double>(y.begin(), y.end()), ref);
+    EXPECT_TRUE(acc.within(1e-5, 0.0)) << "after " << calls << " calls: " << acc.describe();
+    // The row counts: `chunks` per call, the generations the flags follow.
+    std::vector<uint32_t> words(plan.workspace_bytes / 4);
+    download(c, ws, words.data(), plan.workspace_bytes);
+    const uint64_t rows = p.shape.rows(), chunks = plan.push.chunks;
+    for (uint64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(words[4 * rows * chunks + r], calls * chunks) << "row " << r << "'s count after " << calls << " calls";
+        for (uint64_t k = 0; k < chunks; ++k)
+            ASSERT_EQ(words[4 * (r * chunks + k) + 3], uint32_t(calls)) << "row " << r << " chunk " << k << "'s flag";
+    }
+}
