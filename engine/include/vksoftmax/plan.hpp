@@ -38,7 +38,7 @@ const char* single_pass_name(SinglePass s);
 
 // Whether `device` takes the single-pass path under `s`, and why (for
 // reports): the memory-model features first, then what is known of the
-// vendor (engine/src/plan.cpp).
+// vendor (engine/src/single_pass_rule.cpp).
 struct SinglePassRule {
     bool allowed = false;
     std::string reason;
