@@ -23,13 +23,17 @@ struct RunArgs {
     std::string input, output, backend = "gpu", device;
     int axis = -1;
     bool log = false, check = false, time = false, json = false;
-    double temperature = 1.0;
+    double temperature = 1.0, scale = 1.0;
 };
 
 void check_args(const RunArgs& a) {
     if (!(a.temperature > 0.0) || !std::isfinite(a.temperature))
         throw Error(ErrorKind::invalid_argument,
                     fmt::format("--temperature must be positive and finite, got {}", a.temperature));
+    Problem multiplier;  // --scale against --temperature: the engine's rule and message
+    multiplier.temperature = a.temperature;
+    multiplier.scale = a.scale;
+    logit_multiplier(multiplier);
     if (a.backend != "gpu" && a.backend != "cpu")
         throw Error(ErrorKind::invalid_argument, "--backend must be gpu or cpu, got '" + a.backend + "'");
 }
@@ -44,6 +48,7 @@ Problem problem_for(const RunArgs& a, const Tensor& t) {
     p.dtype = t.dtype;
     p.log = a.log;
     p.temperature = a.temperature;
+    p.scale = a.scale;
     p.shape = memory_shape(t, a.axis);
     return p;
 }
@@ -130,7 +135,7 @@ int run_command(const RunArgs& a) {
     const Execution e = execute(a, t, p);
     nlohmann::json report = {{"input", a.input},     {"output", a.output},  {"shape", t.dims},
                              {"dtype", dtype_name(p.dtype)}, {"axis", a.axis}, {"log", a.log},
-                             {"temperature", a.temperature}, {"backend", a.backend}};
+                             {"temperature", a.temperature}, {"scale", a.scale}, {"backend", a.backend}};
     if (a.backend == "gpu" && p.shape.elements() > 0) {
         report["path"] = path_name(e.gpu.plan.path);
         report["passes"] = e.gpu.plan.passes;
@@ -160,6 +165,8 @@ Command add_run(CLI::App& app) {
     sub->add_option("--axis", a->axis, "Axis to normalize; negative counts from the end (default -1)");
     sub->add_flag("--log", a->log, "log-softmax instead of softmax");
     sub->add_option("--temperature", a->temperature, "softmax(x / T), T > 0 (default 1)");
+    sub->add_option("--scale", a->scale,
+                    "softmax(scale * x), scale > 0 (default 1; attention's 1/sqrt(d)); the same as --temperature 1/scale");
     sub->add_option("--backend", a->backend, "gpu (default) or cpu (the float64 reference)");
     sub->add_option("--device", a->device, "Device index or part of its name (see 'vksoftmax devices')");
     sub->add_flag("--check", a->check, "Also compute the CPU reference and report the error");

@@ -203,7 +203,7 @@ TEST_F(Cli, RoundTripsMatchTheReference) {
     for (const char* backend : {"gpu", "cpu"})
         for (bool f16 : {false, true})
             for (int axis : {0, 1, 2, -1})
-                for (const std::string extra : {"", " --log", " --temperature 0.5"}) {
+                for (const std::string extra : {"", " --log", " --temperature 0.5", " --scale 2"}) {
                     const std::string in = path(f16 ? "x16.npy" : "x32.npy"), out = path("y.npy");
                     const std::string args = "run -i " + in + " -o " + out + " --axis " + std::to_string(axis) +
                                              " --backend " + backend + extra;
@@ -215,7 +215,8 @@ TEST_F(Cli, RoundTripsMatchTheReference) {
                     p.shape = vksoftmax::shape_for_axis(dims, axis);
                     p.dtype = f16 ? vksoftmax::Dtype::f16 : vksoftmax::Dtype::f32;
                     p.log = extra == " --log";
-                    p.temperature = extra.empty() || p.log ? 1.0 : 0.5;
+                    p.temperature = extra == " --temperature 0.5" ? 0.5 : 1.0;
+                    p.scale = extra == " --scale 2" ? 2.0 : 1.0;
                     std::vector<double> xd(x.size()), ref(x.size());
                     for (size_t i = 0; i < x.size(); ++i) xd[i] = f16 ? vksoftmax::half_to_float(xh[i]) : x[i];
                     vksoftmax::cpu::softmax(p, xd.data(), ref.data());
@@ -340,6 +341,10 @@ TEST_F(Cli, BadInputsFailClearly) {
     expect_failure("run -i " + path("good.npy") + " --temperature -1", 2, "--temperature");
     expect_failure("run -i " + path("good.npy") + " --temperature inf", 2, "--temperature");
     expect_failure("run -i " + path("good.npy") + " --temperature nan", 2, "--temperature");
+    expect_failure("run -i " + path("good.npy") + " --scale 0", 2, "scale must be positive");
+    expect_failure("run -i " + path("good.npy") + " --scale nan", 2, "scale must be positive");
+    expect_failure("run -i " + path("good.npy") + " --scale 0.5 --temperature 3", 2,
+                   "scale 0.500000 and temperature 3.000000 disagree");
     expect_failure("run -i " + path("good.npy") + " --backend tpu", 2, "--backend");
     expect_failure("run -i " + path("good.npy") + " --device 99", 4, "device index 99");
     expect_failure("run -i " + path("good.npy") + " --device nosuchgpu", 4, "nosuchgpu");

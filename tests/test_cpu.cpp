@@ -69,6 +69,34 @@ TEST(Cpu, TemperatureDividesLogits) {
     EXPECT_NEAR(y[1], 2.0 / 3.0, 1e-15);
 }
 
+// softmax(s * x) = softmax(x / (1 / s)): [0, 4 ln 2] at scale 1/2 is
+// [1/5, 4/5]; a scale and a temperature that agree are accepted, ones that
+// disagree, or a scale that is not positive and finite, refused.
+TEST(Cpu, ScaleMultipliesLogits) {
+    Problem p;
+    p.shape = {1, 2, 1};
+    double x[2] = {0, 4 * std::log(2.0)}, y[2];
+    p.scale = 0.5;
+    cpu::softmax(p, x, y);
+    EXPECT_NEAR(y[0], 0.2, 1e-15);
+    EXPECT_NEAR(y[1], 0.8, 1e-15);
+    p.temperature = 2.0;  // the same multiplier, set both ways
+    cpu::softmax(p, x, y);
+    EXPECT_NEAR(y[1], 0.8, 1e-15);
+    p.temperature = 3.0;
+    try {
+        cpu::softmax(p, x, y);
+        ADD_FAILURE() << "scale 0.5 with temperature 3 should be refused";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("disagree"), std::string::npos) << e.what();
+    }
+    p.temperature = 1.0;
+    for (double s : {0.0, -0.5, kInf, kNaN}) {
+        p.scale = s;
+        EXPECT_THROW(cpu::softmax(p, x, y), Error) << "scale=" << s;
+    }
+}
+
 TEST(Cpu, NonFiniteFollowsScipy) {
     for (const auto& row : std::vector<std::vector<double>>{{kInf, 1, 2}, {1, kNaN, 2}, {-kInf, -kInf}}) {
         for (bool log : {false, true})

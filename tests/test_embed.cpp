@@ -443,6 +443,13 @@ TEST_P(Embed, MisuseIsRefused) {
     bad.temperature = -1.0;
     EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
     bad = good;
+    bad.scale = -2.0;
+    EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    bad.scale = 0.5;  // with a temperature of 3: scale is 1/T, they disagree
+    bad.temperature = 3.0;
+    EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("disagree"), std::string::npos) << vksm_context_last_error(ctx);
+    bad = good;
     bad.outer = bad.axis = bad.inner = uint64_t(1) << 40;  // 2^120 elements
     EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("2^64"), std::string::npos) << vksm_context_last_error(ctx);

@@ -83,6 +83,20 @@ TEST_F(Gpu, Temperature) {
             }
 }
 
+// Attention's scale, 1/sqrt(d) for d = 64 and 128, and a large one (8),
+// on every path's shapes.
+TEST_F(Gpu, Scale) {
+    for (double s : {0.125, 1.0 / std::sqrt(128.0), 8.0})
+        for (Shape shape : {Shape{64, 1000, 1}, Shape{2, 65537, 1}, Shape{512, 64, 1}, Shape{3, 5, 7}})
+            for (bool log : {false, true}) {
+                Problem p;
+                p.shape = shape;
+                p.scale = s;
+                p.log = log;
+                expect_matches(p);
+            }
+}
+
 TEST_F(Gpu, AccuratePrecision) {
     for (Shape s : {Shape{64, 1000, 1}, Shape{2, 65537, 1}, Shape{100, 33, 1}})
         for (bool log : {false, true}) {

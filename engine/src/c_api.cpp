@@ -142,6 +142,7 @@ vksm_result vksm_plan_create(vksm_context context, const vksm_problem* problem, 
         p.dtype = dtype == VKSM_F16 ? vksoftmax::Dtype::f16 : vksoftmax::Dtype::f32;
         p.log = problem->log != 0;
         p.temperature = problem->temperature == 0.0 ? 1.0 : problem->temperature;
+        p.scale = problem->scale == 0.0 ? 1.0 : problem->scale;
         p.precision = precision == VKSM_PRECISION_ACCURATE ? vksoftmax::Precision::accurate : vksoftmax::Precision::fast;
         auto plan = std::make_unique<vksm_plan_T>();
         plan->owner = context;

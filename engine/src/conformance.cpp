@@ -29,6 +29,7 @@ struct Case {
     // Rows after the edge rows each carry a spike 100 above the rest, at a
     // place that moves along the row from row to row.
     bool spike_rows = false;
+    double scale = 1.0;
 };
 
 // The rows a case feeds: random logits first, then one row of each edge
@@ -106,6 +107,10 @@ std::vector<Case> catalogue(const Context& ctx, bool quick) {
         }
         cases.push_back({std::string(dtype_name(dt)) + " softmax 12x1000 T=0.5", {12, 1000, 1}, dt, false, 0.5, true});
         cases.push_back({std::string(dtype_name(dt)) + " log-softmax 12x4097 T=3", {12, 4097, 1}, dt, true, 3.0, true});
+        // Attention's scale, 1/sqrt(128): the temperature's multiplier set as a scale.
+        Case scaled{std::string(dtype_name(dt)) + " softmax 12x1000 scale=1/sqrt(128)", {12, 1000, 1}, dt, false, 1.0, true};
+        scaled.scale = 1.0 / std::sqrt(128.0);
+        cases.push_back(scaled);
     }
     const uint64_t max_groups = ctx.info().max_workgroup_count[0];
     if (max_groups <= (1u << 20))
@@ -235,6 +240,7 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     p.dtype = c.dtype;
     p.log = c.log;
     p.temperature = c.temperature;
+    p.scale = c.scale;
     p.precision = v.precision;
     RunOptions ro;
     ro.plan.path = v.path;

@@ -10,15 +10,10 @@
 namespace vksoftmax::cpu {
 namespace {
 
-void check_problem(const Problem& p) {
-    if (!(p.temperature > 0.0) || !std::isfinite(p.temperature))
-        throw Error(ErrorKind::invalid_argument,
-                    "temperature must be positive and finite, got " + std::to_string(p.temperature));
-}
-
-// One row: `at(i)` reads element i, `put(i, v)` writes it.
+// One row: `at(i)` reads element i, `put(i, v)` writes it; the logits are
+// multiplied by `k` (scale, or 1 / temperature: logit_multiplier()).
 template <typename At, typename Put>
-void row(uint64_t n, double temperature, bool log, At at, Put put) {
+void row(uint64_t n, double k, bool log, At at, Put put) {
     bool poison = false, finite = false;
     double m = -std::numeric_limits<double>::max();
     for (uint64_t i = 0; i < n; ++i) {
@@ -36,20 +31,20 @@ void row(uint64_t n, double temperature, bool log, At at, Put put) {
     double d = 0.0;
     for (uint64_t i = 0; i < n; ++i) {
         const double x = at(i);
-        if (std::isfinite(x)) d += std::exp((x - m) / temperature);
+        if (std::isfinite(x)) d += std::exp((x - m) * k);
     }
     const double log_d = std::log(d);
     for (uint64_t i = 0; i < n; ++i) {
         const double x = at(i);
         if (!std::isfinite(x)) put(i, log ? -std::numeric_limits<double>::infinity() : 0.0);
-        else if (log) put(i, (x - m) / temperature - log_d);
-        else put(i, std::exp((x - m) / temperature) / d);
+        else if (log) put(i, (x - m) * k - log_d);
+        else put(i, std::exp((x - m) * k) / d);
     }
 }
 
 template <typename Load, typename Store>
 void run(const Problem& p, Load load, Store store) {
-    check_problem(p);
+    const double k = logit_multiplier(p);
     const Shape& s = p.shape;
     std::vector<double> buf(s.axis);
     for (uint64_t r = 0; r < s.rows(); ++r) {
@@ -57,7 +52,7 @@ void run(const Problem& p, Load load, Store store) {
         // Gather first, so that out may alias in.
         for (uint64_t i = 0; i < s.axis; ++i) buf[i] = load(base + i * s.inner);
         row(
-            s.axis, p.temperature, p.log, [&](uint64_t i) { return buf[i]; },
+            s.axis, k, p.log, [&](uint64_t i) { return buf[i]; },
             [&](uint64_t i, double v) { store(base + i * s.inner, v); });
     }
 }

@@ -21,15 +21,13 @@ uint32_t floor_pow2(uint32_t x) {
     return p;
 }
 
-// 1 / T, or Error(invalid_argument) for a temperature the shaders cannot use.
+// The logits' multiplier (scale, or 1 / T) as the shaders take it, or
+// Error(invalid_argument) for one they cannot use.
 float inverse_temperature(const Problem& problem) {
-    if (!(problem.temperature > 0.0) || !std::isfinite(problem.temperature))
-        throw Error(ErrorKind::invalid_argument,
-                    "temperature must be positive and finite, got " + std::to_string(problem.temperature));
-    const float inv_t = static_cast<float>(1.0 / problem.temperature);
-    if (!std::isfinite(inv_t))
-        throw Error(ErrorKind::invalid_argument,
-                    "temperature " + std::to_string(problem.temperature) + " is too small: 1/T overflows fp32");
+    const float inv_t = static_cast<float>(logit_multiplier(problem));
+    if (!std::isfinite(inv_t) || !(inv_t > 0.0f))
+        throw Error(ErrorKind::invalid_argument, "scale " + std::to_string(logit_multiplier(problem)) +
+                                                     " (or 1/T) does not fit fp32");
     return inv_t;
 }
 

@@ -1,5 +1,7 @@
 #include "vksoftmax/types.hpp"
 
+#include <cmath>
+
 #include "vksoftmax/error.hpp"
 
 namespace vksoftmax {
@@ -21,6 +23,20 @@ Shape shape_for_axis(const std::vector<uint64_t>& dims, int axis) {
     s.axis = dims[a];
     for (int i = a + 1; i < rank; ++i) s.inner *= dims[i];
     return s;
+}
+
+double logit_multiplier(const Problem& p) {
+    if (!(p.temperature > 0.0) || !std::isfinite(p.temperature))
+        throw Error(ErrorKind::invalid_argument,
+                    "temperature must be positive and finite, got " + std::to_string(p.temperature));
+    if (!(p.scale > 0.0) || !std::isfinite(p.scale))
+        throw Error(ErrorKind::invalid_argument, "scale must be positive and finite, got " + std::to_string(p.scale));
+    if (p.scale == 1.0) return 1.0 / p.temperature;
+    if (p.temperature != 1.0 && std::fabs(p.scale * p.temperature - 1.0) > 1e-12)
+        throw Error(ErrorKind::invalid_argument, "scale " + std::to_string(p.scale) + " and temperature " +
+                                                     std::to_string(p.temperature) +
+                                                     " disagree: scale is 1 / temperature, set one of them");
+    return p.scale;
 }
 
 std::string to_string(const Shape& s) {

@@ -37,8 +37,17 @@ struct Problem {
     Dtype dtype = Dtype::f32;
     bool log = false;            // log-softmax
     double temperature = 1.0;    // softmax(x / T): T > 0 and finite
+    // softmax(scale * x): scale > 0 and finite (attention's 1/sqrt(d)). The
+    // same multiplier as 1 / temperature: set one of them; a problem that
+    // sets both (neither 1) must have scale = 1 / temperature.
+    double scale = 1.0;
     Precision precision = Precision::fast;
 };
+
+// The multiplier of the logits: scale, or 1 / temperature. Error
+// (invalid_argument) for a scale or temperature that is not positive and
+// finite, or for both set and disagreeing.
+double logit_multiplier(const Problem& p);
 
 std::string to_string(const Shape& s);
 

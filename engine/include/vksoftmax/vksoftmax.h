@@ -110,6 +110,10 @@ typedef struct vksm_problem {
     int log;             /* nonzero: log-softmax */
     double temperature;  /* softmax(x / T); T > 0 and finite (0 is taken as 1) */
     vksm_precision precision;
+    /* softmax(scale * x), e.g. attention's 1/sqrt(d); > 0 and finite (0 is
+     * taken as 1). scale is 1 / temperature: set one of them (both set must
+     * agree, else VKSM_ERROR_INVALID_ARGUMENT). */
+    double scale;
 } vksm_problem;
 
 typedef struct vksm_buffer {
