@@ -71,27 +71,20 @@ TEST_F(Gpu, EveryAxisOf3D) {
                 }
 }
 
-TEST_F(Gpu, Temperature) {
-    for (double t : {0.25, 3.0})
-        for (Shape s : {Shape{64, 1000, 1}, Shape{2, 65537, 1}, Shape{3, 5, 7}})
+// The logits' multiplier, as a temperature (0.25, 3) and as attention's
+// scale (1/sqrt(64), 1/sqrt(128), and a large 8), on every path's shapes.
+TEST_F(Gpu, TemperatureAndScale) {
+    struct Multiplier {
+        double temperature, scale;
+    };
+    for (Multiplier k : {Multiplier{0.25, 1}, Multiplier{3, 1}, Multiplier{1, 0.125}, Multiplier{1, 1 / std::sqrt(128.0)},
+                         Multiplier{1, 8}})
+        for (Shape s : {Shape{64, 1000, 1}, Shape{2, 65537, 1}, Shape{512, 64, 1}, Shape{3, 5, 7}})
             for (bool log : {false, true}) {
                 Problem p;
                 p.shape = s;
-                p.temperature = t;
-                p.log = log;
-                expect_matches(p);
-            }
-}
-
-// Attention's scale, 1/sqrt(d) for d = 64 and 128, and a large one (8),
-// on every path's shapes.
-TEST_F(Gpu, Scale) {
-    for (double s : {0.125, 1.0 / std::sqrt(128.0), 8.0})
-        for (Shape shape : {Shape{64, 1000, 1}, Shape{2, 65537, 1}, Shape{512, 64, 1}, Shape{3, 5, 7}})
-            for (bool log : {false, true}) {
-                Problem p;
-                p.shape = shape;
-                p.scale = s;
+                p.temperature = k.temperature;
+                p.scale = k.scale;
                 p.log = log;
                 expect_matches(p);
             }
