@@ -17,9 +17,9 @@
 // dispatch, and a workgroup reads it before counting itself, so every
 // workgroup of a row finds count / chunks = the same generation, whatever
 // the others have added. A flag left by the previous dispatch holds that
-// generation, not this one's + 1. (Resetting instead cost a returned
-// atomic and a zeroing pass at the end of every row: about 2 us per call
-// on an H200, bench/NOTES.md.)
+// generation, not this one's + 1. (Resetting instead, with a returned
+// atomic and a zeroing pass at the end of every row, cost 0.7-1.3 us more
+// per call on an H200: bench/NOTES.md, v10.)
 // Vulkan promises no forward progress to a workgroup whose partial another
 // waits for (it may not even have started), so a workgroup never waits
 // without bound: after PATIENCE polling rounds it computes the partials

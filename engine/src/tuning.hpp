@@ -56,7 +56,7 @@ constexpr uint64_t kSinglePassTargetItems = 1024;  // chunks across all rows
 // 4096 and 16384 elements (H200, f32), 4096 was fastest on 1 x 32768 to
 // 1 x 524288 and 16 x 131072 (1 x 131072: 9.57, 8.85, 10.92 us).
 constexpr uint64_t kSinglePassMinChunk = 4096;
-constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each normalize item merges
+constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup merges
 // Polling rounds a workgroup waits for its row's partials before computing
 // the missing ones itself (PATIENCE). On a GPU the partials of co-resident
 // workgroups arrive within a few rounds; a round is at least a device-scope
