@@ -329,6 +329,23 @@ TEST(Plan, SinglePassChunks) {
     EXPECT_EQ(vocab.push.chunk, 20480u);
     EXPECT_EQ(vocab.push.chunks, 8u);
 
+    // Overrides keep both: the smallest chunks in workgroups of 32 on 1x16M
+    // (at least 16M / (32 x 32) = 16384 elements, 1024 chunks) and slots 3
+    // on 1x100000 (tiles of 3072: 33 chunks, rounded up to 64).
+    PlanOptions small = allowed;
+    small.workgroup_size = 32;
+    small.chunk_elements = 1;
+    const Plan narrow = plan_geometry(d, rows_of(1, 1u << 24), small);
+    EXPECT_EQ(narrow.push.chunks, 1024u);
+    EXPECT_EQ(narrow.push.chunk, 16384u);
+    PlanOptions three = allowed;
+    three.slots = 3;
+    three.chunk_elements = 1;
+    const Plan odd = plan_geometry(d, rows_of(1, 100000), three);
+    EXPECT_EQ(odd.push.chunk, 3072u);
+    EXPECT_EQ(odd.push.chunks, 64u);
+    EXPECT_EQ(odd.workspace_bytes, 64u * 16 + 16);
+
     // The split path's plans need no zeroed workspace.
     EXPECT_FALSE(plan_geometry(without_memory_model(), rows_of(1, 1u << 24)).workspace_zeroed);
 }

@@ -194,3 +194,26 @@ TEST_F(SinglePassTest, CallsAreGenerations) {
             ASSERT_EQ(words[4 * (r * chunks + k) + 3], uint32_t(calls)) << "row " << r << " chunk " << k << "'s flag";
     }
 }
+
+// Geometry overrides on the single-pass path: workgroups of 32 with the
+// smallest chunks (the plan keeps at most 32 chunks per invocation to
+// merge), and 3 slots (tiles of 3072: a chunk count that is not a power of
+// two before the plan rounds it up).
+TEST_F(SinglePassTest, OverriddenGeometry) {
+    struct Override {
+        uint32_t workgroup_size, slots;
+    };
+    for (Override o : {Override{32, 0}, Override{0, 3}}) {
+        const Problem p = rows_of(2, 300001);
+        PlanOptions opts = single_pass(1);
+        opts.workgroup_size = o.workgroup_size;
+        opts.slots = o.slots;
+        const uint32_t seed = fresh_seed();
+        Outcome out = run_and_compare(p, random_logits(p.shape.elements(), seed), opts);
+        const uint32_t chunks = out.plan.push.chunks, lanes = out.plan.key[0].workgroup_size;
+        EXPECT_EQ(chunks & (chunks - 1), 0u) << chunks << " chunks: not a power of two";
+        EXPECT_LE(chunks, 32u * lanes) << chunks << " chunks for workgroups of " << lanes;
+        EXPECT_TRUE(out.acc.within(1e-5, 0.0)) << describe(p, opts) << " (seed " << seed << ", " << chunks
+                                               << " chunks of " << out.plan.push.chunk << "): " << out.acc.describe();
+    }
+}

@@ -24,10 +24,10 @@ uint32_t floor_pow2(uint32_t x) {
 // The logits' multiplier (scale, or 1 / T) as the shaders take it, or
 // Error(invalid_argument) for one they cannot use.
 float inverse_temperature(const Problem& problem) {
-    const float inv_t = static_cast<float>(logit_multiplier(problem));
+    const double k = logit_multiplier(problem);
+    const float inv_t = static_cast<float>(k);
     if (!std::isfinite(inv_t) || !(inv_t > 0.0f))
-        throw Error(ErrorKind::invalid_argument, "scale " + std::to_string(logit_multiplier(problem)) +
-                                                     " (or 1/T) does not fit fp32");
+        throw Error(ErrorKind::invalid_argument, "scale " + std::to_string(k) + " (or 1/T) does not fit fp32");
     return inv_t;
 }
 
@@ -87,6 +87,10 @@ Limits device_limits(const DeviceInfo& d, const PlanOptions& options) {
     return l;
 }
 
+// The paths that cut rows into chunks; the single-pass path reads them as
+// the split path does and follows it.
+bool chunked(Path path) { return path == Path::split || path == Path::single_pass; }
+
 // Whether contiguous rows whose length is not a multiple of 4 take vector
 // accesses on `path` (ODD_ROWS: the body in whole vectors, head and tail
 // element by element), as measured on an H200 (bench/NOTES.md, v9):
@@ -96,9 +100,6 @@ Limits device_limits(const DeviceInfo& d, const PlanOptions& options) {
 //   (1x1000003 9.45, 9.70), while fp16 split rows gain (1x50257 9.00 ->
 //   8.62 in 16-byte windows);
 // - every other row gains (f32 4096x1009 11.6 -> 9.5, f16 8.5).
-// The single-pass path reads chunks as the split path does and follows it.
-bool chunked(Path path) { return path == Path::split || path == Path::single_pass; }
-
 bool vector_odd_rows(const Problem& problem, Path path, const Limits& l) {
     const Shape& s = problem.shape;
     if (s.inner != 1 || s.axis % 4 == 0 || s.axis <= 4ull * l.subgroup_size) return false;
@@ -266,15 +267,24 @@ Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
 uint64_t single_pass_workspace(uint64_t rows, uint64_t chunks) { return rows * chunks * 16 + div_up(4 * rows, 16) * 16; }
 
 // Chunks of a chunked path for the geometry's tile: `want` elements each,
-// rounded up to whole tiles, over the row's longest window.
+// rounded up to whole tiles, over the row's longest window. The
+// single-pass path's chunk count is a power of two (the shader's
+// generations count in steps of it, and 2^32 must be a multiple; the last
+// chunks may hold nothing) of at most 32 per invocation (the shader's
+// mask of chunks to merge), so its chunks are at least a 32 x workgroup
+// share of the row.
 void set_chunks(Geometry& g, const Problem& problem, const Limits& l, Path path, uint64_t want) {
+    const uint64_t window = row_window(problem, path, l);
+    const bool single_pass = path == Path::single_pass;
+    if (single_pass) want = std::max(want, div_up(window, 32ull * g.workgroup_size));
     const uint64_t tile = 4ull * g.slots * g.workgroup_size;
     const uint64_t c = std::max<uint64_t>(tile, div_up(want, tile) * tile);
     g.chunk = static_cast<uint32_t>(std::min<uint64_t>(c, std::numeric_limits<uint32_t>::max() / 2));
-    g.chunks = static_cast<uint32_t>(div_up(row_window(problem, path, l), g.chunk));
+    g.chunks = static_cast<uint32_t>(div_up(window, g.chunk));
+    if (single_pass && floor_pow2(g.chunks) < g.chunks) g.chunks = 2 * floor_pow2(g.chunks);
     const uint64_t rows = problem.shape.rows();
     g.items = rows * g.chunks;
-    g.workspace_bytes = path == Path::single_pass ? single_pass_workspace(rows, g.chunks) : rows * g.chunks * 16;
+    g.workspace_bytes = single_pass ? single_pass_workspace(rows, g.chunks) : rows * g.chunks * 16;
 }
 
 // Long rows: chunks across workgroups, two dispatches.
@@ -295,33 +305,24 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
 
 // Long rows in one dispatch: a workgroup per chunk. A chunk of at most
 // kSinglePassHeldSlots slots per invocation is one tile, held in registers
-// from its statistic to its write; longer chunks are re-read tile by tile.
-// A workgroup merges at most 32 chunks per invocation (the shader's mask).
+// from its statistic to its write; longer chunks are re-read tile by tile
+// (set_chunks() keeps the count a power of two, at most 32 per invocation).
 Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
     g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, kSinglePassWorkgroup));
     const uint64_t rows = problem.shape.rows();
     const uint64_t window = row_window(problem, Path::single_pass, l);
-    const uint64_t fewest = div_up(window, 32ull * g.workgroup_size);  // elements a chunk needs at least
-    const uint64_t want = std::max(
-        fewest, options.chunk_elements
-                    ? options.chunk_elements
-                    : std::max(kSinglePassMinChunk,
-                               div_up(window, std::clamp<uint64_t>(div_up(kSinglePassTargetItems, rows), 1,
-                                                                   kSinglePassMaxChunks))));
+    const uint64_t want =
+        options.chunk_elements
+            ? options.chunk_elements
+            : std::max(kSinglePassMinChunk,
+                       div_up(window, std::clamp<uint64_t>(div_up(kSinglePassTargetItems, rows), 1, kSinglePassMaxChunks)));
     const uint64_t per_slot = 4ull * g.workgroup_size;
     g.slots = want <= kSinglePassHeldSlots * per_slot
                   ? slots_for(problem, Path::single_pass, l, div_up(want, per_slot), kSinglePassHeldSlots)
                   : kSplitSlots;
     set_chunks(g, problem, l, Path::single_pass, want);
-    // A power of two of chunks (the shader's generations count in steps of
-    // it, and 2^32 must be a multiple); the last ones may hold nothing.
-    uint32_t chunks = 1;
-    while (chunks < g.chunks) chunks *= 2;
-    g.chunks = chunks;
-    g.items = rows * chunks;
-    g.workspace_bytes = single_pass_workspace(rows, chunks);
     if (g.items > std::numeric_limits<uint32_t>::max())
         throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
     return g;
