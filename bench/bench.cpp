@@ -150,7 +150,8 @@ Buffers::Buffers(Context& ctx, uint64_t tensor_bytes, uint64_t workspace_bytes)
       out(std::make_unique<Buffer>(ctx, std::max<uint64_t>(tensor_bytes, 16), MemoryKind::device, "bench output")),
       workspace(std::make_unique<Buffer>(ctx, std::max<uint64_t>(workspace_bytes, 16), MemoryKind::device,
                                          "bench workspace")) {
-    // Zeros for the single-pass path's counters, which every call leaves so.
+    // Zeros for the single-pass path's flags and counts before a plan's
+    // first call (measure() zeroes it again for each single-pass case).
     fill(ctx, *workspace, 0);
 }
 
@@ -304,8 +305,8 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
                                       ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
                                       : BufferRange{};
     auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace); };
-    // A split case before leaves partials in the shared workspace; the
-    // single-pass path needs it zero (and leaves it so).
+    // The cases before left partials, flags and counts in the shared
+    // workspace; a single-pass plan's first call needs it zero.
     if (plan.workspace_zeroed) fill(ctx, *buffers->workspace, 0);
     check_one_call(ctx, plan, logits, *buffers->out, call, row);
     row.t = time_calls(ctx, o, row.bytes, call);

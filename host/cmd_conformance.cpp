@@ -192,9 +192,9 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
     };
 
     // The single-pass stress case first, under the watchdog. If it hangs or
-    // fails, the rest of the catalogue leaves the single-pass path out: the
-    // plan's choice on this device is then the two-dispatch split path
-    // (vksoftmax bench/run --single-pass never).
+    // fails, the rest of the catalogue leaves the single-pass path out, and
+    // the report says so: hosts then keep the two-dispatch split path
+    // (PlanOptions::single_pass = never, vksoftmax bench --single-pass never).
     conformance::Options options = o;
     nlohmann::json single_pass = {{"available", single_pass_rule(d, SinglePass::allowed).allowed},
                                   {"plan_rule", single_pass_rule(d).reason}};

@@ -23,8 +23,9 @@ SinglePass parse_single_pass(const std::string& text) {
 }
 
 std::string single_pass_help() {
-    return "Long rows in one dispatch: automatic (default: where the device has the Vulkan memory model and is not "
-           "in the plan's exception table), allowed (wherever it has the memory model), never (two dispatches)";
+    return "Long rows in one dispatch: automatic (default: where the device has the Vulkan memory model and the path "
+           "was measured faster on its vendor's devices), allowed (wherever it has the memory model), never (two "
+           "dispatches)";
 }
 
 int guarded(const std::function<int()>& body) {

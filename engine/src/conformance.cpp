@@ -248,7 +248,7 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     ro.plan.subgroup_size = v.subgroup_size;
     // Small chunks on the chunked paths: many partials to merge even for
     // short rows. The single-pass path is checked wherever the device has
-    // what it needs, exception table or not.
+    // what it needs, whether or not its plan takes it by itself.
     if (v.path == Path::split || v.path == Path::single_pass) ro.plan.chunk_elements = 1;
     ro.plan.single_pass = SinglePass::allowed;
     ro.plan.single_pass_patience = v.patience;
