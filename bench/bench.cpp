@@ -337,8 +337,11 @@ Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o
     const Buffer& out = *buffers->out;
     // Not zeros: some memory systems move zeros faster than data.
     ctx.submit_and_wait([&](VkCommandBuffer cb) { ctx.vk().vkCmdFillBuffer(cb, in.buffer(), 0, bytes, 0x3f9e0419u); });
-    VkDescriptorBufferInfo infos[3] = {{in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, {in.buffer(), 0, bytes}};
-    PushConstants push{static_cast<uint32_t>(bytes / 16), 0, 0, 0, 0, 0.f};
+    DescriptorBuffers infos;
+    infos.info[0] = {in.buffer(), 0, bytes};
+    infos.info[1] = {out.buffer(), 0, bytes};
+    infos.info[2] = {in.buffer(), 0, bytes};
+    PushConstants push{static_cast<uint32_t>(bytes / 16), 0, 0, 0, 0, 0.f, {}};
     const Gaps gaps(ctx, dependency, o.iters, out.buffer());
     return time_calls(ctx, o, 2 * bytes, [&](VkCommandBuffer cb) { pl.dispatch(ctx.vk(), cb, infos, VK_NULL_HANDLE, push, groups); },
                       &gaps);

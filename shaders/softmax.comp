@@ -31,6 +31,7 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
     for (uint j = 0u; j < SLOTS; ++j) {
         s[j] = lane_max_and_flags(j, j + 1u);
         slot_row_max_or(s[j].m, s[j].f);
+        SINK_INTO_MAX(min(r0 + j, pc.rows - 1u), s[j].m, s[j].f);
     }
     for (uint j = 0u; j < SLOTS; ++j) {
         float d = 0.0;
@@ -40,9 +41,11 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
             if (!LOG) slots[j][c] = e;
         }
         s[j].d = slot_row_add(d);
+        ADD_SINK(min(r0 + j, pc.rows - 1u), s[j].m, s[j].d);
     }
     for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j) {
         bool bad = (s[j].f & VKSM_F_POISON) != 0u || (s[j].f & VKSM_F_FINITE) == 0u;
+        STORE_LSE(r0 + j, s[j], lane == 0u);
         write_slot(rows[j], 0u, 0u, lanes, lane, j, s[j], !LOG, 1.0 / s[j].d, log(s[j].d), bad);
     }
 }
@@ -99,6 +102,7 @@ void main() MAIN_ATTRIBUTES {
                 float m = s.m;
                 uint f = s.f;
                 group_max_or(m, f);
+                SINK_INTO_MAX(r, m, f);
                 float d = 0.0;
                 for (uint j = 0u; j < SLOTS; ++j)
                     for (uint c = 0u; c < 4u; ++c) {
@@ -107,11 +111,13 @@ void main() MAIN_ATTRIBUTES {
                         if (!LOG) slots[j][c] = e;
                     }
                 d = group_add(d);
+                ADD_SINK(r, m, d);
+                STORE_LSE(r, VksmStat(m, d, f), lane == 0u);
                 write_tile(row, 0u, lanes, lane, VksmStat(m, d, f), !LOG);
             } else {
                 // KIND_ROW_IN_TILES: folded tile by tile into (m, d), then
                 // re-read and written.
-                span_write(row, 0u, tile, lanes, lane, span_stat(row, 0u, tile, lanes, lane));
+                span_write(row, 0u, tile, lanes, lane, FINISH_ROW(r, span_stat(row, 0u, tile, lanes, lane), lane == 0u));
             }
         }
         return;
@@ -144,7 +150,7 @@ void main() MAIN_ATTRIBUTES {
                 Partial p = part[r * pc.chunks + i];
                 s = vksm_stat_merge(s, VksmStat(p.m, p.d, p.f));
             }
-            span_write(row, begin, tile, lanes, lane, group_stat(s));
+            span_write(row, begin, tile, lanes, lane, FINISH_ROW(r, group_stat(s), begin == 0u && lane == 0u));
         }
     }
 }

@@ -16,6 +16,9 @@
 //                 clusters of ROW_LANES lanes each, reduced by subgroup
 //                 shuffles: a module of its own, because it declares a
 //                 capability (GroupNonUniformShuffle) that devices may lack.
+//   ATTENTION     scale, masks, ALiBi, sinks and the log-sum-exp
+//                 (softmax_attention.glsl): modules of their own, so that
+//                 plain softmax keeps its code exactly.
 
 #ifdef SUBGROUP_UNIFORM_CONTROL_FLOW
 // Vulkan alone does not promise that a subgroup which diverged in an if is
@@ -139,11 +142,30 @@ layout(push_constant) uniform Params {
     uint chunks;    // split path: chunks per row
     uint chunk;     // split path: elements per chunk (a multiple of a tile)
     float inv_t;    // 1 / temperature
+#ifdef ATTENTION
+    // softmax_attention.glsl: the tensor as (batch, heads, query_rows, axis)
+    uint heads;
+    uint query_rows;
+    uint mask_batch;  // the mask's dims, each dividing the tensor's
+    uint mask_heads;
+    uint mask_rows;
+    int causal_offset;  // column j of query row q is hidden past q + offset
+    float scale;        // the logits' multiplier (inv_t is then 1)
+    float alibi_e0;     // log2 of ALiBi's m0 and m1; 0: no ALiBi
+    float alibi_e1;
+    uint alibi_heads_log2;  // 2^floor(log2(heads))
+#endif
 } pc;
 
 // The statistic, its merge, the non-finite rules and exp: the public
-// include, which hosts compile into their own shaders too.
+// include, which hosts compile into their own shaders too. The attention
+// modules multiply as they load (scale, then the mask), so their statistic
+// is of the logits as they are.
+#ifdef ATTENTION
+#define VKSM_INV_T 1.0
+#else
 #define VKSM_INV_T pc.inv_t
+#endif
 #define VKSM_ACCURATE ACCURATE
 #include "vksoftmax/softmax.glsl"
 

@@ -163,7 +163,8 @@ void main() MAIN_ATTRIBUTES {
         uint generation = shared_generation;
         if (lane == 0u) publish(item, own, generation);
         bool helped;
-        VksmStat s = gather_row(r, generation, c, own, tile, lanes, lane, helped);
+        // The row's statistic with its sink; chunk 0 stores its log-sum-exp.
+        VksmStat s = FINISH_ROW(r, gather_row(r, generation, c, own, tile, lanes, lane, helped), c == 0u && lane == 0u);
         if (held && !helped) write_tile(chunk, c * pc.chunk, lanes, lane, s, false);
         else span_write(chunk, c * pc.chunk, tile, lanes, lane, s);
         if (lane == 0u)

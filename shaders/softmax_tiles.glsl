@@ -11,7 +11,28 @@ vec4 slots[SLOTS];
 // element `base` of the tensor, its neighbours `stride` apart. It starts at
 // the row's first element (first = 0) unless ODD_ROWS; the split path's
 // chunks are windows of their own (end at the chunk's end).
+// With ATTENTION a span also carries its row's share of the options, and
+// every element is turned into its logit as it is loaded (ATTEND, ATTEND4:
+// column `col` of the row); without, they are the element itself.
+#ifdef ATTENTION
+#include "softmax_attention.glsl"
+struct Span { uint base; uint stride; uint first; uint end; RowAttention attn; };
+#define ATTEND(row, col, x) attend(row.attn, col, x)
+#define ATTEND4(row, col, v) attend4(row.attn, col, v)
+// A row's sink and log-sum-exp, where its statistic is complete.
+#define SINK_INTO_MAX(r, m, f) sink_into_max(r, m, f)
+#define ADD_SINK(r, m, d) d += sink_term(r, m)
+#define STORE_LSE(r, s, writer) if (writer) store_lse(r, s)
+#define FINISH_ROW(r, s, writer) finish_row(r, s, writer)
+#else
 struct Span { uint base; uint stride; uint first; uint end; };
+#define ATTEND(row, col, x) (x)
+#define ATTEND4(row, col, v) (v)
+#define SINK_INTO_MAX(r, m, f)
+#define ADD_SINK(r, m, d)
+#define STORE_LSE(r, s, writer)
+#define FINISH_ROW(r, s, writer) (s)
+#endif
 
 // Window index i .. i + 3 of an ODD_ROWS span element by element: the
 // vectors its row only partly covers (its head and tail), which hold
@@ -19,7 +40,9 @@ struct Span { uint base; uint stride; uint first; uint end; };
 // read as -inf and are never read.
 vec4 load_part(Span row, uint i) {
     vec4 o;
-    for (uint c = 0u; c < 4u; ++c) o[c] = i + c >= row.first && i + c < row.end ? float(x_s[row.base + i + c]) : vksm_neg_inf();
+    for (uint c = 0u; c < 4u; ++c)
+        o[c] = i + c >= row.first && i + c < row.end ? ATTEND(row, i + c - row.first, float(x_s[row.base + i + c]))
+                                                     : vksm_neg_inf();
     return o;
 }
 
@@ -40,12 +63,12 @@ vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane) {
     if (VEC == 4u) {
         uint i = tile_begin + 4u * (j * lanes + lane);
         if (!whole_vector(row, i)) return load_part(row, i);
-        return i < row.end ? load4((row.base + i) >> 2) : vec4(vksm_neg_inf());
+        return i < row.end ? ATTEND4(row, i - row.first, load4((row.base + i) >> 2)) : vec4(vksm_neg_inf());
     }
     vec4 o;
     for (uint c = 0u; c < 4u; ++c) {
         uint i = tile_begin + (j * 4u + c) * lanes + lane;
-        o[c] = i < row.end ? float(x_s[row.base + i * row.stride]) : vksm_neg_inf();
+        o[c] = i < row.end ? ATTEND(row, i, float(x_s[row.base + i * row.stride])) : vksm_neg_inf();
     }
     return o;
 }
@@ -64,6 +87,10 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane) {
                 b = load_part(row, i + 4u);
             } else if (i < row.end) {
                 load8((row.base + i) >> 3, a, b);
+#ifdef ATTENTION
+                a = attend4(row.attn, i - row.first, a);
+                b = attend4(row.attn, i + 4u - row.first, b);
+#endif
             }
             slots[j] = a;
             slots[j + 1u] = b;
@@ -197,7 +224,11 @@ uint row_base(uint r) {
 Span row_span(uint r) {
     uint base = row_base(r);
     uint first = ODD_ROWS ? base % VEC : 0u;
+#ifdef ATTENTION
+    return Span(base - first, pc.inner, first, first + pc.axis, row_attention(r));
+#else
     return Span(base - first, pc.inner, first, first + pc.axis);
+#endif
 }
 
 // The longest window of a row: ODD_ROWS rows may start VEC - 1 elements in.

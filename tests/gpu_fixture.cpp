@@ -66,7 +66,8 @@ std::string describe(const Problem& p, const PlanOptions& opts) {
     return s;
 }
 
-Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const PlanOptions& opts) {
+Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const PlanOptions& opts, const AttentionData& gpu,
+                        const AttentionData& ref) {
     Outcome out;
     const size_t n = x.size();
     std::vector<double> xd(n);
@@ -74,7 +75,7 @@ Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const Pla
     ro.plan = opts;
     if (p.dtype == Dtype::f32) {
         std::vector<float> y(n);
-        out.plan = run(Gpu::ctx(), p, x.data(), y.data(), ro).plan;
+        out.plan = run(Gpu::ctx(), p, x.data(), y.data(), ro, gpu).plan;
         out.got.assign(y.begin(), y.end());
         xd.assign(x.begin(), x.end());
     } else {
@@ -83,12 +84,12 @@ Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const Pla
             xh[i] = float_to_half(x[i]);
             xd[i] = half_to_float(xh[i]);
         }
-        out.plan = run(Gpu::ctx(), p, xh.data(), yh.data(), ro).plan;
+        out.plan = run(Gpu::ctx(), p, xh.data(), yh.data(), ro, gpu).plan;
         out.got.resize(n);
         for (size_t i = 0; i < n; ++i) out.got[i] = half_to_float(yh[i]);
     }
     out.ref.resize(n);
-    cpu::softmax(p, xd.data(), out.ref.data());
+    cpu::softmax(p, xd.data(), out.ref.data(), ref);
     // Round the reference to the output's type: a log-softmax of -FLT_MAX
     // beside FLT_MAX is -6.8e38 in float64 and -inf in fp32, correctly.
     round_to(p.dtype, out.ref);

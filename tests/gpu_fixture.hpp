@@ -43,7 +43,10 @@ struct Outcome {
 // Runs `p` on the GPU with `x` (fp32 values; rounded to fp16 for fp16
 // problems, and the reference sees the rounded values) and compares with
 // the CPU reference.
-Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const PlanOptions& opts = {});
+// With attention options, `gpu` and `ref` hold their buffers (the same
+// mask and sinks; each its own log-sum-exp).
+Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const PlanOptions& opts = {},
+                        const AttentionData& gpu = {}, const AttentionData& ref = {});
 
 std::string describe(const Problem& p, const PlanOptions& opts);
 

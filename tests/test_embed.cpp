@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -188,6 +189,18 @@ protected:
         return b;
     }
 
+    // The host's writes made visible to the shaders, and the shaders'
+    // writes to the host: the barriers the contract asks of it.
+    static void host_writes_to_shaders(VkCommandBuffer cb) {
+        VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_HOST_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT};
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b, 0, nullptr, 0,
+                             nullptr);
+    }
+    static void shader_writes_to_host(VkCommandBuffer cb) {
+        VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT};
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr, 0,
+                             nullptr);
+    }
     VkCommandBuffer command_buffer() {
         VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
         pci.queueFamilyIndex = family_;
@@ -563,9 +576,7 @@ TEST_P(Embed, BatchRecordsIndependentProblems) {
     vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &host, 0, nullptr, 0,
                          nullptr);
     ASSERT_EQ(vksm_record_batch(items, 4, cb, VK_NULL_HANDLE, 0), VKSM_SUCCESS) << vksm_context_last_error(ctx);
-    VkMemoryBarrier done{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT};
-    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &done, 0, nullptr, 0,
-                         nullptr);
+    shader_writes_to_host(cb);
     vkEndCommandBuffer(cb);
     submit({cb});
 
@@ -605,15 +616,11 @@ TEST_P(Embed, TimestampsIntoTheHostsQueryPool) {
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     vkBeginCommandBuffer(cb, &bi);
     vkCmdResetQueryPool(cb, qp, 0, 8);
-    VkMemoryBarrier host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_HOST_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT};
-    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &host, 0, nullptr, 0,
-                         nullptr);
+    host_writes_to_shaders(cb);
     const VkDeviceSize out = (bytes + align_ - 1) / align_ * align_ + align_;
     ASSERT_EQ(vksm_record(plan, cb, {b, 0, bytes}, {b, out, bytes}, {w, 0, ws_size}, qp, 3), VKSM_SUCCESS)
         << vksm_context_last_error(ctx);
-    VkMemoryBarrier done{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT};
-    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &done, 0, nullptr, 0,
-                         nullptr);
+    shader_writes_to_host(cb);
     vkEndCommandBuffer(cb);
     submit({cb});
     uint64_t t[3];
@@ -624,6 +631,73 @@ TEST_P(Embed, TimestampsIntoTheHostsQueryPool) {
     const float* y = reinterpret_cast<const float*>(static_cast<const char*>(map) + out);
     EXPECT_NEAR(y[12345], 1.0 / 70001, 1e-5 / 70001);
     vkDestroyQueryPool(dev_, qp, nullptr);
+    vksm_plan_destroy(plan);
+    vksm_context_destroy(ctx);
+}
+
+// The attention options through the C API on the host's buffers: 2 heads
+// x 2 query rows of 4, a (1, 1, 2, 4) fp32 mask, causal, a sink per head
+// and the log-sum-exp, against values worked out by hand.
+TEST_P(Embed, AttentionOptionsOnTheHostsBuffers) {
+    vksm_context ctx = nullptr;
+    const vksm_context_desc host_desc = desc();
+    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
+    vksm_problem p{};
+    p.outer = 4;
+    p.axis = 4;
+    p.inner = 1;
+    p.dtype = VKSM_F32;
+    p.heads = 2;
+    p.mask = 1;
+    p.mask_dtype = VKSM_F32;
+    p.causal = 1;
+    p.causal_offset = 1;  // query row 0 sees columns 0-1, row 1 columns 0-2
+    p.sinks = 1;
+    p.lse = 1;
+    vksm_plan plan = nullptr;
+    ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS) << vksm_context_last_error(ctx);
+    VkDeviceSize mask_bytes, sinks_bytes, lse_bytes;
+    vksm_plan_attention_bytes(plan, &mask_bytes, &sinks_bytes, &lse_bytes);
+    EXPECT_EQ(mask_bytes, 2u * 4u * 4u);
+    EXPECT_EQ(sinks_bytes, 2u * 4u);
+    EXPECT_EQ(lse_bytes, 4u * 4u);
+    void *x_map, *y_map, *m_map, *s_map, *l_map;
+    VkBuffer x = buffer(64, &x_map), y = buffer(64, &y_map), m = buffer(mask_bytes, &m_map), s = buffer(sinks_bytes, &s_map),
+             l = buffer(lse_bytes, &l_map);
+    const float inf = std::numeric_limits<float>::infinity();
+    // Every logit 0; the mask hides column 1 of query row 1 (-inf) and
+    // lifts column 0 of query row 0 by ln 2.
+    std::memset(x_map, 0, 64);
+    const float mask[8] = {std::log(2.0f), 0, 0, 0, 0, -inf, 0, 0};
+    std::memcpy(m_map, mask, sizeof mask);
+    const float sinks[2] = {-inf, 0.0f};  // head 0: none; head 1: one more e^0
+    std::memcpy(s_map, sinks, sizeof sinks);
+    VkCommandBuffer cb = command_buffer();
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(cb, &bi);
+    host_writes_to_shaders(cb);
+    ASSERT_EQ(vksm_record_attention(plan, cb, {x, 0, 64}, {y, 0, 64}, {VK_NULL_HANDLE, 0, 0}, {m, 0, mask_bytes},
+                                    {s, 0, sinks_bytes}, {l, 0, lse_bytes}, VK_NULL_HANDLE, 0),
+              VKSM_SUCCESS)
+        << vksm_context_last_error(ctx);
+    shader_writes_to_host(cb);
+    vkEndCommandBuffer(cb);
+    submit({cb});
+    const float* out = static_cast<const float*>(y_map);
+    const float* lse = static_cast<const float*>(l_map);
+    // Head 0 (no sink): row 0 sees {2, 1} -> 2/3, 1/3; row 1 sees columns
+    // 0 and 2 -> 1/2, 0, 1/2. Head 1 (sink e^0): row 0 {2, 1} + 1 -> 1/2,
+    // 1/4; row 1 {1, 1} + 1 -> 1/3, 0, 1/3.
+    const float want[16] = {2.f / 3, 1.f / 3, 0, 0, 0.5f, 0, 0.5f, 0, 0.5f, 0.25f, 0, 0, 1.f / 3, 0, 1.f / 3, 0};
+    for (int i = 0; i < 16; ++i) EXPECT_NEAR(out[i], want[i], 1e-6) << "element " << i;
+    const float want_lse[4] = {std::log(3.0f), std::log(2.0f), std::log(4.0f), std::log(3.0f)};
+    for (int r = 0; r < 4; ++r) EXPECT_NEAR(lse[r], want_lse[r], 1e-6) << "row " << r << " log-sum-exp";
+    // Without the log-sum-exp buffer the plan cannot record.
+    EXPECT_EQ(vksm_record_attention(plan, cb, {x, 0, 64}, {y, 0, 64}, {VK_NULL_HANDLE, 0, 0}, {m, 0, mask_bytes},
+                                    {s, 0, sinks_bytes}, {VK_NULL_HANDLE, 0, 0}, VK_NULL_HANDLE, 0),
+              VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("log-sum-exp"), std::string::npos)
+        << vksm_context_last_error(ctx);
     vksm_plan_destroy(plan);
     vksm_context_destroy(ctx);
 }

@@ -26,15 +26,17 @@ struct Bound {
 };
 
 std::vector<Touched> touched_ranges(const std::vector<Bound>& bound) {
-    static const char* const kWhat[3] = {"input", "output", "workspace"};
+    static const char* const kWhat[max_bindings] = {"input", "output", "workspace", "mask", "sinks", "log-sum-exp"};
+    // Bindings 1 (output), 2 (workspace) and 5 (log-sum-exp) are written.
+    static const bool kWritten[max_bindings] = {false, true, true, false, false, true};
     std::vector<Touched> ranges;
     for (const Bound& p : bound)
-        for (uint32_t b = 0; b < 3; ++b) {
-            const VkDescriptorBufferInfo& info = p.bindings.infos[b];
-            // The input stands in for an unused workspace: nothing touches it there.
-            if (b == 2 && info.buffer == p.bindings.infos[0].buffer && info.offset == p.bindings.infos[0].offset)
+        for (uint32_t b = 0; b < p.bindings.count; ++b) {
+            const VkDescriptorBufferInfo& info = p.bindings.info[b];
+            // The input stands in for an unused binding: nothing touches it there.
+            if (b >= 2 && info.buffer == p.bindings.info[0].buffer && info.offset == p.bindings.info[0].offset)
                 continue;
-            ranges.push_back({info.buffer, info.offset, info.offset + info.range, b != 0, p.item, kWhat[b]});
+            ranges.push_back({info.buffer, info.offset, info.offset + info.range, kWritten[b], p.item, kWhat[b]});
         }
     return ranges;
 }
@@ -65,7 +67,8 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
     for (size_t i = 0; i < count; ++i) {
         if (!items[i].plan) throw Error(ErrorKind::invalid_argument, "batch problem " + std::to_string(i) + " has no plan");
         if (items[i].plan->passes > 0)
-            bound.push_back({i, checked_bindings(ctx, *items[i].plan, items[i].in, items[i].out, items[i].workspace)});
+            bound.push_back({i, checked_bindings(ctx, *items[i].plan, items[i].in, items[i].out, items[i].workspace,
+                                                    items[i].attention)});
     }
     check_no_aliasing(bound);
     std::vector<VkDescriptorSet> sets;
@@ -77,7 +80,7 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
     std::vector<VkBufferMemoryBarrier> partials;
     for (size_t k = 0; k < bound.size(); ++k) {
         const Plan& plan = *items[bound[k].item].plan;
-        plan.pipeline[0]->dispatch(vk, cb, bound[k].bindings.infos, sets[k], plan.push, plan.groups);
+        plan.pipeline[0]->dispatch(vk, cb, bound[k].bindings, sets[k], plan.push, plan.groups);
         if (plan.passes > 1) partials.push_back(partials_barrier(plan, items[bound[k].item].workspace));
     }
     if (!partials.empty()) {
@@ -85,7 +88,7 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
                                 nullptr, static_cast<uint32_t>(partials.size()), partials.data(), 0, nullptr);
         for (size_t k = 0; k < bound.size(); ++k) {
             const Plan& plan = *items[bound[k].item].plan;
-            if (plan.passes > 1) plan.pipeline[1]->dispatch(vk, cb, bound[k].bindings.infos, sets[k], plan.push, plan.groups);
+            if (plan.passes > 1) plan.pipeline[1]->dispatch(vk, cb, bound[k].bindings, sets[k], plan.push, plan.groups);
         }
     }
     write_timestamp(vk, cb, timestamps, 1);

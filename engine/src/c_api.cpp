@@ -128,6 +128,33 @@ vksm_result vksm_pipeline_cache_data(vksm_context context, void* data, size_t* s
     });
 }
 
+namespace {
+
+// The attention options of a C problem (zeros: the defaults).
+vksoftmax::Attention attention_of(const vksm_problem& problem) {
+    vksoftmax::Attention a;
+    a.heads = problem.heads ? problem.heads : 1;
+    a.query_rows = problem.query_rows;
+    a.mask = problem.mask != 0;
+    const int mask_dtype = raw_value(problem.mask_dtype);
+    if (a.mask && mask_dtype != VKSM_F32 && mask_dtype != VKSM_F16)
+        throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, "unknown mask_dtype " + std::to_string(mask_dtype));
+    a.mask_dtype = mask_dtype == VKSM_F16 ? vksoftmax::Dtype::f16 : vksoftmax::Dtype::f32;
+    a.mask_batch = problem.mask_batch ? problem.mask_batch : 1;
+    a.mask_heads = problem.mask_heads ? problem.mask_heads : 1;
+    a.mask_rows = problem.mask_rows;
+    a.causal = problem.causal != 0;
+    a.causal_offset = problem.causal_offset;
+    a.alibi_max_bias = problem.alibi_max_bias;
+    a.sinks = problem.sinks != 0;
+    a.lse = problem.lse != 0;
+    return a;
+}
+
+vksoftmax::BufferRange range_of(const vksm_buffer& b) { return {b.buffer, b.offset, b.range}; }
+
+}  // namespace
+
 vksm_result vksm_plan_create(vksm_context context, const vksm_problem* problem, vksm_plan* out) {
     if (out) *out = nullptr;
     if (!context || !problem || !out) return VKSM_ERROR_INVALID_ARGUMENT;
@@ -144,6 +171,7 @@ vksm_result vksm_plan_create(vksm_context context, const vksm_problem* problem, 
         p.temperature = problem->temperature == 0.0 ? 1.0 : problem->temperature;
         p.scale = problem->scale == 0.0 ? 1.0 : problem->scale;
         p.precision = precision == VKSM_PRECISION_ACCURATE ? vksoftmax::Precision::accurate : vksoftmax::Precision::fast;
+        p.attention = attention_of(*problem);
         auto plan = std::make_unique<vksm_plan_T>();
         plan->owner = context;
         plan->plan = vksoftmax::make_plan(*context->ctx, p);
@@ -163,13 +191,29 @@ void vksm_plan_workspace(vksm_plan plan, VkDeviceSize* size, VkDeviceSize* align
 
 uint32_t vksm_plan_passes(vksm_plan plan) { return plan ? plan->plan.passes : 0; }
 
+void vksm_plan_attention_bytes(vksm_plan plan, VkDeviceSize* mask, VkDeviceSize* sinks, VkDeviceSize* lse) {
+    if (mask) *mask = plan ? plan->plan.mask_bytes : 0;
+    if (sinks) *sinks = plan ? plan->plan.sinks_bytes : 0;
+    if (lse) *lse = plan ? plan->plan.lse_bytes : 0;
+}
+
 vksm_result vksm_record(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer input, vksm_buffer output,
                         vksm_buffer workspace, VkQueryPool timestamps, uint32_t first_query) {
     if (!plan || !command_buffer) return VKSM_ERROR_INVALID_ARGUMENT;
     return guarded(plan->owner, [&] {
-        vksoftmax::record(*plan->owner->ctx, plan->plan, command_buffer, {input.buffer, input.offset, input.range},
-                          {output.buffer, output.offset, output.range},
-                          {workspace.buffer, workspace.offset, workspace.range}, {timestamps, first_query});
+        vksoftmax::record(*plan->owner->ctx, plan->plan, command_buffer, range_of(input), range_of(output),
+                          range_of(workspace), {timestamps, first_query});
+    });
+}
+
+vksm_result vksm_record_attention(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer input,
+                                  vksm_buffer output, vksm_buffer workspace, vksm_buffer mask, vksm_buffer sinks,
+                                  vksm_buffer lse, VkQueryPool timestamps, uint32_t first_query) {
+    if (!plan || !command_buffer) return VKSM_ERROR_INVALID_ARGUMENT;
+    return guarded(plan->owner, [&] {
+        vksoftmax::record(*plan->owner->ctx, plan->plan, command_buffer, range_of(input), range_of(output),
+                          range_of(workspace), {range_of(mask), range_of(sinks), range_of(lse)},
+                          {timestamps, first_query});
     });
 }
 
@@ -184,10 +228,8 @@ vksm_result vksm_record_batch(const vksm_batch_item* items, uint32_t count, VkCo
         std::vector<vksoftmax::BatchItem> batch(count);
         for (uint32_t i = 0; i < count; ++i) {
             const vksm_batch_item& it = items[i];
-            batch[i] = {&it.plan->plan,
-                        {it.input.buffer, it.input.offset, it.input.range},
-                        {it.output.buffer, it.output.offset, it.output.range},
-                        {it.workspace.buffer, it.workspace.offset, it.workspace.range}};
+            batch[i] = {&it.plan->plan, range_of(it.input), range_of(it.output), range_of(it.workspace),
+                        {range_of(it.mask), range_of(it.sinks), range_of(it.lse)}};
         }
         vksoftmax::record_batch(*owner->ctx, batch.data(), batch.size(), command_buffer, {timestamps, first_query});
     });

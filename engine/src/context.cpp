@@ -332,7 +332,7 @@ void Context::end_label(VkCommandBuffer cb) const {
     if (debug_utils_) instance_vk_.vkCmdEndDebugUtilsLabelEXT(cb);
 }
 
-VkDescriptorSet Context::descriptor_set(VkDescriptorSetLayout layout, const VkDescriptorBufferInfo (&buffers)[3],
+VkDescriptorSet Context::descriptor_set(VkDescriptorSetLayout layout, const DescriptorBuffers& buffers,
                                         const std::string& what) const {
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
     ai.descriptorPool = descriptor_pool_;
@@ -347,7 +347,7 @@ VkDescriptorSet Context::descriptor_set(VkDescriptorSetLayout layout, const VkDe
               "the host's descriptor pool, for " + what);
     }
     const auto writes = buffer_writes(buffers, set);
-    vk_.vkUpdateDescriptorSets(device_.get(), 3, writes.data(), 0, nullptr);
+    vk_.vkUpdateDescriptorSets(device_.get(), buffers.count, writes.data(), 0, nullptr);
     return set;
 }
 

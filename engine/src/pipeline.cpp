@@ -27,18 +27,24 @@ std::string PipelineKey::id() const {
            "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (odd_rows ? "/odd" : "") + (log ? "/log" : "") +
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/" + kind_name(kind) +
            (row_lanes ? "/lanes" + std::to_string(row_lanes) : "") +
-           (kind == ShaderKind::single_pass ? "/patience" + std::to_string(patience) : "") + "/req" + std::to_string(required_subgroup_size);
+           (kind == ShaderKind::single_pass ? "/patience" + std::to_string(patience) : "") + "/req" + std::to_string(required_subgroup_size) +
+           (attention ? "/attention/mask" + std::to_string(mask) + (causal ? "/causal" : "") + (sinks ? "/sinks" : "") +
+                            (lse ? "/lse" : "")
+                      : "");
 }
 
-std::array<VkWriteDescriptorSet, 3> buffer_writes(const VkDescriptorBufferInfo (&buffers)[3], VkDescriptorSet set) {
-    std::array<VkWriteDescriptorSet, 3> writes{};
-    for (uint32_t i = 0; i < 3; ++i) {
+uint32_t push_bytes(const PipelineKey& key) { return key.attention ? sizeof(PushConstants) : plain_push_bytes; }
+uint32_t binding_count(const PipelineKey& key) { return key.attention ? max_bindings : 3u; }
+
+std::array<VkWriteDescriptorSet, max_bindings> buffer_writes(const DescriptorBuffers& buffers, VkDescriptorSet set) {
+    std::array<VkWriteDescriptorSet, max_bindings> writes{};
+    for (uint32_t i = 0; i < buffers.count; ++i) {
         writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         writes[i].dstSet = set;
         writes[i].dstBinding = i;
         writes[i].descriptorCount = 1;
         writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &buffers[i];
+        writes[i].pBufferInfo = &buffers.info[i];
     }
     return writes;
 }
@@ -51,13 +57,14 @@ Pipeline::Pipeline(Context& ctx, const PipelineKey& key) : key_(key) {
     if (ctx.capturing_statistics()) read_statistics(ctx, what);
 }
 
-// Three storage buffers (set by push descriptors, or in a descriptor set
+// The storage buffers (set by push descriptors, or in a descriptor set
 // from the host's pool: Context::push_descriptors()), and the push constants.
 void Pipeline::create_layouts(Context& ctx, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
-    std::array<VkDescriptorSetLayoutBinding, 3> bindings{};
-    for (uint32_t i = 0; i < bindings.size(); ++i) {
+    std::array<VkDescriptorSetLayoutBinding, max_bindings> bindings{};
+    const uint32_t count = binding_count(key_);
+    for (uint32_t i = 0; i < count; ++i) {
         bindings[i].binding = i;
         bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         bindings[i].descriptorCount = 1;
@@ -65,7 +72,7 @@ void Pipeline::create_layouts(Context& ctx, const std::string& what) {
     }
     VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     dl.flags = ctx.push_descriptors() ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0;
-    dl.bindingCount = static_cast<uint32_t>(bindings.size());
+    dl.bindingCount = count;
     dl.pBindings = bindings.data();
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
     check(vk.vkCreateDescriptorSetLayout(dev, &dl, nullptr, &set_layout), "vkCreateDescriptorSetLayout", what);
@@ -73,7 +80,7 @@ void Pipeline::create_layouts(Context& ctx, const std::string& what) {
     set_layout_ = Handle<VkDescriptorSetLayout>(
         set_layout, [dev, destroy_dsl](VkDescriptorSetLayout h) { destroy_dsl(dev, h, nullptr); });
 
-    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants)};
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes(key_)};
     VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     pl.setLayoutCount = 1;
     pl.pSetLayouts = &set_layout;
@@ -93,8 +100,8 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
                                      : ctx.info().subgroup_uniform_control_flow ? SpirvReduction::subgroup_uniform_control_flow
                                                                                 : SpirvReduction::subgroup;
     const SpirvBlob blob = key_.copy                             ? copy_spirv()
-                           : key_.kind == ShaderKind::single_pass ? single_pass_spirv(key_.dtype, reduction)
-                                                                  : softmax_spirv(key_.dtype, reduction, key_.row_lanes != 0);
+                           : key_.kind == ShaderKind::single_pass ? single_pass_spirv(key_.dtype, reduction, key_.attention)
+                                                                  : softmax_spirv(key_.dtype, reduction, key_.row_lanes != 0, key_.attention);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = blob.count * sizeof(uint32_t);
     mi.pCode = blob.words;
@@ -109,15 +116,18 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
 void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
-    // constant_id 0..9 of softmax_common.glsl; booleans are 32-bit.
-    const std::array<uint32_t, 10> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
+    // constant_id 0..9 of softmax_common.glsl, 10..13 of
+    // softmax_attention.glsl; booleans are 32-bit.
+    const std::array<uint32_t, 14> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                              key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
                                              static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u,
-                                             key_.patience};
-    std::array<VkSpecializationMapEntry, 10> entries{};
+                                             key_.patience, key_.mask, key_.causal ? 1u : 0u, key_.sinks ? 1u : 0u,
+                                             key_.lse ? 1u : 0u};
+    std::array<VkSpecializationMapEntry, 14> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares only constant_id 0. ROW_LANES (7) is declared by
-    // the shuffle modules alone, PATIENCE (9) by the single-pass ones: an
+    // the shuffle modules alone, PATIENCE (9) by the single-pass ones, 10..13
+    // by the attention ones: an
     // entry for an id a module does not declare is ignored (Vulkan's
     // VkSpecializationInfo).
     const uint32_t count = key_.copy ? 1u : static_cast<uint32_t>(entries.size());
@@ -153,16 +163,16 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
     ctx.name_object(VK_OBJECT_TYPE_PIPELINE, reinterpret_cast<uint64_t>(pipeline), "vksoftmax " + what);
 }
 
-void Pipeline::dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],
+void Pipeline::dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const DescriptorBuffers& buffers,
                         VkDescriptorSet set, const PushConstants& push, uint32_t groups) const {
     vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_.get());
     if (set != VK_NULL_HANDLE) {
         vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, 1, &set, 0, nullptr);
     } else {
         const auto writes = buffer_writes(buffers, VK_NULL_HANDLE);
-        vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, 3, writes.data());
+        vk.vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout_.get(), 0, buffers.count, writes.data());
     }
-    vk.vkCmdPushConstants(cb, layout_.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants), &push);
+    vk.vkCmdPushConstants(cb, layout_.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes(key_), &push);
     vk.vkCmdDispatch(cb, groups, 1, 1);
 }
 

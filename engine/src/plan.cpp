@@ -6,6 +6,7 @@
 
 #include "recording.hpp"
 #include "tuning.hpp"
+#include "vksoftmax/attention.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
 
@@ -347,6 +348,44 @@ void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& opt
     if (chunked(path)) set_chunks(g, problem, l, path, g.chunk);
 }
 
+// The attention options into the plan: its pipeline key's options, push
+// constants and buffer sizes (Error(invalid_argument) from
+// attention_layout(), Error(unsupported) for buffers past 32-bit indexing
+// or the device's binding range).
+void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplier, Plan& plan, PipelineKey& key) {
+    const AttentionLayout layout = attention_layout(problem);
+    const Attention& a = problem.attention;
+    if (!a.any()) return;
+    check_fits(d, layout.mask_elements, layout.mask_elements * dtype_size(a.mask_dtype));
+    check_fits(d, layout.lse, layout.lse * 4);
+    key.attention = true;
+    key.mask = !a.mask ? mask_none : a.mask_dtype == Dtype::f16 ? mask_f16 : mask_f32;
+    key.causal = a.causal;
+    key.sinks = a.sinks;
+    key.lse = a.lse;
+    plan.mask_bytes = layout.mask_elements * dtype_size(a.mask_dtype);
+    plan.sinks_bytes = layout.sinks * 4;
+    plan.lse_bytes = layout.lse * 4;
+    if (a.causal_offset < std::numeric_limits<int32_t>::min() || a.causal_offset > std::numeric_limits<int32_t>::max())
+        throw Error(ErrorKind::unsupported, "causal offset " + std::to_string(a.causal_offset) + " does not fit 32 bits");
+    const double heads_log2 = static_cast<double>(alibi_heads_log2(layout.heads));
+    AttentionConstants& c = plan.push.attention;
+    c.heads = static_cast<uint32_t>(layout.heads);
+    c.query_rows = static_cast<uint32_t>(layout.query_rows);
+    c.mask_batch = static_cast<uint32_t>(layout.mask_batch);
+    c.mask_heads = static_cast<uint32_t>(layout.mask_heads);
+    c.mask_rows = static_cast<uint32_t>(layout.mask_rows);
+    c.causal_offset = static_cast<int32_t>(a.causal_offset);
+    c.scale = multiplier;
+    // log2 m0 = -max_bias / n, log2 m1 = -max_bias / 2 / n (alibi_slope()).
+    c.alibi_e0 = static_cast<float>(-a.alibi_max_bias / heads_log2);
+    c.alibi_e1 = static_cast<float>(-a.alibi_max_bias / 2.0 / heads_log2);
+    c.alibi_heads_log2 = static_cast<uint32_t>(heads_log2);
+    // The attention modules multiply as they load (scale) and take the
+    // statistic of the logits as they are.
+    plan.push.inv_t = 1.0f;
+}
+
 // What pass `pass` of a plan dispatches.
 ShaderKind shader_kind(Path path, uint32_t pass, bool slot_rows, bool long_rows) {
     if (path == Path::split) return pass == 0 ? ShaderKind::split_statistics : ShaderKind::split_normalize;
@@ -387,7 +426,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     plan.workspace_zeroed = path == Path::single_pass;
     plan.groups = static_cast<uint32_t>(std::min<uint64_t>(g.items, d.max_workgroup_count[0]));
     plan.push = PushConstants{static_cast<uint32_t>(rows), static_cast<uint32_t>(shape.axis),
-                              static_cast<uint32_t>(shape.inner), g.chunks, g.chunk, inv_t};
+                              static_cast<uint32_t>(shape.inner), g.chunks, g.chunk, inv_t, {}};
 
     PipelineKey key;
     key.dtype = problem.dtype;
@@ -403,6 +442,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
                                                            : kSinglePassPatience;
     key.workgroup_size = g.workgroup_size;
     key.slots = g.slots;
+    plan_attention(d, problem, inv_t, plan, key);
     // A slot row is one slot wide: 4-wide (or scalar, for rows of a few
     // lanes), never a 16-byte pair.
     key.vec = slot_rows ? access_width(problem, path, l, 1) : access_width(problem, path, l, g.slots);
@@ -418,7 +458,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows);
     }
     plan.label = std::string("vksoftmax ") + (problem.log ? "log-softmax " : "softmax ") + dtype_name(problem.dtype) +
-                 " " + to_string(shape) + " (" + path_name(path) + ")";
+                 " " + to_string(shape) + " (" + path_name(path) + (key.attention ? ", attention options" : "") + ")";
     return plan;
 }
 
@@ -428,13 +468,29 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
     return plan;
 }
 
+namespace {
+
+// Error(invalid_argument) for an attention buffer the plan needs that is
+// missing or too small.
+void check_attention_buffer(const char* what, const BufferRange& r, uint64_t bytes) {
+    if (bytes == 0) return;
+    if (r.buffer == VK_NULL_HANDLE || r.range < bytes)
+        throw Error(ErrorKind::invalid_argument, std::string("the attention ") + what + " needs a buffer of " +
+                                                     std::to_string(bytes) + " bytes");
+}
+
+}  // namespace
+
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
-                          const BufferRange& workspace) {
+                          const BufferRange& workspace, const AttentionBuffers& attention) {
     if (plan.workspace_bytes > 0 && (workspace.buffer == VK_NULL_HANDLE || workspace.range < plan.workspace_bytes))
         throw Error(ErrorKind::invalid_argument, "the split path needs a workspace of " +
                                                      std::to_string(plan.workspace_bytes) + " bytes");
     const uint64_t align = ctx.info().min_storage_buffer_offset_alignment;
-    for (const BufferRange* r : {&in, &out, &workspace})
+    check_attention_buffer("mask", attention.mask, plan.mask_bytes);
+    check_attention_buffer("sinks", attention.sinks, plan.sinks_bytes);
+    check_attention_buffer("log-sum-exp", attention.lse, plan.lse_bytes);
+    for (const BufferRange* r : {&in, &out, &workspace, &attention.mask, &attention.sinks, &attention.lse})
         if (align && r->offset % align)
             throw Error(ErrorKind::invalid_argument, "buffer offset " + std::to_string(r->offset) +
                                                          " is not a multiple of minStorageBufferOffsetAlignment (" +
@@ -445,18 +501,27 @@ Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRang
         throw Error(ErrorKind::invalid_argument, "input or output range is smaller than the tensor (" +
                                                      std::to_string(plan.tensor_bytes) + " bytes)");
 
-    // An unused workspace binding still needs a valid buffer: the input
-    // stands in (the row path never touches binding 2).
-    const bool has_ws = plan.workspace_bytes > 0;
-    return Bindings{{{in.buffer, in.offset, plan.tensor_bytes},
-                     {out.buffer, out.offset, plan.tensor_bytes},
-                     {has_ws ? workspace.buffer : in.buffer, has_ws ? workspace.offset : in.offset,
-                      has_ws ? plan.workspace_bytes : plan.tensor_bytes}}};
+    // An unused binding still needs a valid buffer: the input stands in
+    // (the row paths never touch binding 2, nor a module binding 3-5 of an
+    // option that is off).
+    const VkDescriptorBufferInfo input{in.buffer, in.offset, plan.tensor_bytes};
+    auto or_input = [&](const BufferRange& r, uint64_t bytes) {
+        return bytes ? VkDescriptorBufferInfo{r.buffer, r.offset, bytes} : input;
+    };
+    Bindings b;
+    b.count = binding_count(plan.key[0]);
+    b.info[0] = input;
+    b.info[1] = {out.buffer, out.offset, plan.tensor_bytes};
+    b.info[2] = or_input(workspace, plan.workspace_bytes);
+    b.info[3] = or_input(attention.mask, plan.mask_bytes);
+    b.info[4] = or_input(attention.sinks, plan.sinks_bytes);
+    b.info[5] = or_input(attention.lse, plan.lse_bytes);
+    return b;
 }
 
 VkDescriptorSet descriptor_set_for(const Context& ctx, const Plan& plan, const Bindings& bindings) {
     if (ctx.push_descriptors()) return VK_NULL_HANDLE;
-    return ctx.descriptor_set(plan.pipeline[0]->set_layout(), bindings.infos, plan.label);
+    return ctx.descriptor_set(plan.pipeline[0]->set_layout(), bindings, plan.label);
 }
 
 void write_timestamp(const DeviceFunctions& vk, VkCommandBuffer cb, const Timestamps& timestamps, uint32_t index) {
@@ -477,9 +542,14 @@ VkBufferMemoryBarrier partials_barrier(const Plan& plan, const BufferRange& work
 
 void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
             const BufferRange& workspace, const Timestamps& timestamps) {
+    record(ctx, plan, cb, in, out, workspace, AttentionBuffers{}, timestamps);
+}
+
+void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
+            const BufferRange& workspace, const AttentionBuffers& attention, const Timestamps& timestamps) {
     if (plan.passes == 0) return;
     const DeviceFunctions& vk = ctx.vk();
-    const Bindings bindings = checked_bindings(ctx, plan, in, out, workspace);
+    const Bindings bindings = checked_bindings(ctx, plan, in, out, workspace, attention);
     const VkDescriptorSet set = descriptor_set_for(ctx, plan, bindings);
     ctx.begin_label(cb, plan.label);
     write_timestamp(vk, cb, timestamps, 0);
@@ -490,7 +560,7 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
             vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
                                     0, nullptr, 1, &b, 0, nullptr);
         }
-        plan.pipeline[p]->dispatch(vk, cb, bindings.infos, set, plan.push, plan.groups);
+        plan.pipeline[p]->dispatch(vk, cb, bindings, set, plan.push, plan.groups);
         write_timestamp(vk, cb, timestamps, p + 1);
     }
     ctx.end_label(cb);

@@ -8,14 +8,14 @@
 
 namespace vksoftmax {
 
-struct Bindings {
-    VkDescriptorBufferInfo infos[3];  // input, output, workspace (the input where none is needed)
-};
+// Input, output, workspace, and for attention plans mask, sinks and
+// log-sum-exp; the input stands in for any the plan does not use.
+using Bindings = DescriptorBuffers;
 
-// The plan's three bindings, or Error(invalid_argument) for a missing
-// buffer, a range smaller than the plan needs or a misaligned offset.
+// The plan's bindings, or Error(invalid_argument) for a missing buffer, a
+// range smaller than the plan needs or a misaligned offset.
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
-                          const BufferRange& workspace);
+                          const BufferRange& workspace, const AttentionBuffers& attention);
 
 // The descriptor set that holds the bindings, from the host's pool, where
 // the context has no push descriptors; VK_NULL_HANDLE where it has them.

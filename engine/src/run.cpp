@@ -5,11 +5,46 @@
 
 #include "vksoftmax/buffer.hpp"
 #include "vksoftmax/context.hpp"
+#include "vksoftmax/error.hpp"
 #include "vksoftmax/timer.hpp"
 
 namespace vksoftmax {
 
-RunResult run(Context& ctx, const Problem& problem, const void* input, void* output, const RunOptions& options) {
+namespace {
+
+// The attention options' buffers on the device: the mask and sinks
+// uploaded from host memory, the log-sum-exp read back.
+struct AttentionStaging {
+    std::unique_ptr<Buffer> mask, sinks, lse, lse_down;
+    AttentionStaging(Context& ctx, const Plan& plan, const AttentionData& data) {
+        if ((plan.mask_bytes && !data.mask) || (plan.sinks_bytes && !data.sinks) || (plan.lse_bytes && !data.lse))
+            throw Error(ErrorKind::invalid_argument, "the attention options need their mask, sinks or lse memory");
+        // Host-visible buffers the shaders read directly: each is read once.
+        if (plan.mask_bytes) mask = upload(ctx, data.mask, plan.mask_bytes, "attention mask");
+        if (plan.sinks_bytes) sinks = upload(ctx, data.sinks, plan.sinks_bytes, "attention sinks");
+        if (plan.lse_bytes) {
+            lse = std::make_unique<Buffer>(ctx, plan.lse_bytes, MemoryKind::device, "log-sum-exp");
+            lse_down = std::make_unique<Buffer>(ctx, plan.lse_bytes, MemoryKind::readback, "log-sum-exp staging");
+        }
+    }
+    static std::unique_ptr<Buffer> upload(Context& ctx, const void* data, uint64_t bytes, const char* what) {
+        auto b = std::make_unique<Buffer>(ctx, bytes, MemoryKind::upload, what);
+        std::memcpy(b->mapped(), data, bytes);
+        b->flush(ctx);
+        return b;
+    }
+    static BufferRange range(const std::unique_ptr<Buffer>& b, uint64_t bytes) {
+        return b ? BufferRange{b->buffer(), 0, bytes} : BufferRange{};
+    }
+    AttentionBuffers buffers(const Plan& plan) const {
+        return {range(mask, plan.mask_bytes), range(sinks, plan.sinks_bytes), range(lse, plan.lse_bytes)};
+    }
+};
+
+}  // namespace
+
+RunResult run(Context& ctx, const Problem& problem, const void* input, void* output, const RunOptions& options,
+              const AttentionData& attention) {
     RunResult result;
     result.plan = make_plan(ctx, problem, options.plan);
     const Plan& plan = result.plan;
@@ -23,6 +58,7 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
     if (plan.workspace_bytes) workspace = std::make_unique<Buffer>(ctx, plan.workspace_bytes, MemoryKind::device, "workspace");
     Buffer up(ctx, bytes, MemoryKind::upload, "input staging");
     Buffer down(ctx, bytes, MemoryKind::readback, "output staging");
+    AttentionStaging staging(ctx, plan, attention);
     std::memcpy(up.mapped(), input, bytes);
     up.flush(ctx);
 
@@ -35,19 +71,24 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
         // The single-pass path's counters start at zero.
         if (plan.workspace_zeroed) vk.vkCmdFillBuffer(cb, workspace->buffer(), 0, VK_WHOLE_SIZE, 0);
         if (options.poison_output) vk.vkCmdFillBuffer(cb, out.buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(problem.dtype));
+        if (options.poison_output && staging.lse) vk.vkCmdFillBuffer(cb, staging.lse->buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(Dtype::f32));
         VkMemoryBarrier to_shader{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                 &to_shader, 0, nullptr, 0, nullptr);
         if (timer) timer->reset(cb);
         BufferRange ws = workspace ? BufferRange{workspace->buffer(), 0, plan.workspace_bytes} : BufferRange{};
-        record(ctx, plan, cb, {in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, ws,
+        record(ctx, plan, cb, {in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, ws, staging.buffers(plan),
                timer ? Timestamps{timer->pool(), 0} : Timestamps{});
         VkMemoryBarrier to_copy{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
                                 VK_ACCESS_TRANSFER_READ_BIT};
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
                                 &to_copy, 0, nullptr, 0, nullptr);
         vk.vkCmdCopyBuffer(cb, out.buffer(), down.buffer(), 1, &region);
+        if (staging.lse) {
+            VkBufferCopy lse_region{0, 0, plan.lse_bytes};
+            vk.vkCmdCopyBuffer(cb, staging.lse->buffer(), staging.lse_down->buffer(), 1, &lse_region);
+        }
         VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                                 VK_ACCESS_HOST_READ_BIT};
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0,
@@ -55,6 +96,10 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
     });
     down.invalidate(ctx);
     std::memcpy(output, down.mapped(), bytes);
+    if (staging.lse_down) {
+        staging.lse_down->invalidate(ctx);
+        std::memcpy(attention.lse, staging.lse_down->mapped(), plan.lse_bytes);
+    }
 
     if (timer) {
         auto ticks = timer->read_ticks();

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "vksoftmax/types.hpp"
 
@@ -19,12 +20,16 @@ enum class SpirvReduction {
     subgroup_uniform_control_flow,  // the same, with SubgroupUniformControlFlowKHR
 };
 // One module per storage type and reduction kind; the subgroup ones also
-// with shuffles (KIND_ROWS_PER_SLOT rows of ROW_LANES lanes).
-SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle);
+// with shuffles (KIND_ROWS_PER_SLOT rows of ROW_LANES lanes); each of them
+// again with the attention options (ATTENTION).
+SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle, bool attention);
 // softmax_single_pass.comp (long rows in one dispatch): one module per
-// storage type and reduction kind.
-SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction reduction);
+// storage type and reduction kind, with and without the attention options.
+SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction reduction, bool attention);
 // copy.comp: the benchmark's bandwidth ceiling.
 SpirvBlob copy_spirv();
+// The embedded module ${name}.spv of shaders/CMakeLists.txt (generated
+// spirv_blobs.cpp); words is null where there is none of that name.
+SpirvBlob spirv_module(const std::string& name);
 
 }  // namespace vksoftmax

@@ -38,6 +38,7 @@ namespace vksoftmax {
 
 class Pipeline;
 struct PipelineKey;
+struct DescriptorBuffers;
 
 struct ContextOptions {
     // A device index, or a case-insensitive part of its name. Empty: the
@@ -115,7 +116,7 @@ public:
     // `buffers` into it (serialized on this context; the host must not use
     // the pool meanwhile).
     bool push_descriptors() const { return descriptor_pool_ == VK_NULL_HANDLE; }
-    VkDescriptorSet descriptor_set(VkDescriptorSetLayout layout, const VkDescriptorBufferInfo (&buffers)[3],
+    VkDescriptorSet descriptor_set(VkDescriptorSetLayout layout, const DescriptorBuffers& buffers,
                                    const std::string& what) const;
 
     // The pipeline cache's contents, to hand back through

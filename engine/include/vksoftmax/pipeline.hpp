@@ -53,22 +53,50 @@ struct PipelineKey {
     // single_pass: polling rounds before a workgroup computes the partials
     // still missing itself (PATIENCE).
     uint32_t patience = 0;
+    // The attention modules (ATTENTION, softmax_attention.glsl) and their
+    // options: MASK (mask_none, or the mask's storage), CAUSAL, SINKS, LSE.
+    bool attention = false;
+    uint32_t mask = 0;  // AttentionMask
+    bool causal = false, sinks = false, lse = false;
 
     std::string id() const;
 };
 
-// Push constants of softmax.comp, in its declaration order.
+// MASK of softmax_attention.glsl: no mask, or how it is stored.
+enum AttentionMask : uint32_t { mask_none = 0, mask_f32 = 1, mask_f16 = 2 };
+
+// The attention modules' push constants (softmax_common.glsl, ATTENTION).
+struct AttentionConstants {
+    uint32_t heads, query_rows, mask_batch, mask_heads, mask_rows;
+    int32_t causal_offset;
+    float scale, alibi_e0, alibi_e1;
+    uint32_t alibi_heads_log2;
+};
+
+// Push constants of softmax.comp, in its declaration order; the plain
+// modules take the first six (plain_push_bytes).
 struct PushConstants {
     uint32_t rows, axis, inner, chunks, chunk;
     float inv_t;
+    AttentionConstants attention;
 };
+constexpr uint32_t plain_push_bytes = 24;
+uint32_t push_bytes(const PipelineKey& key);
 
-// The writes of the three storage-buffer bindings (0 input, 1 output, 2
-// workspace) into `set`, or pushed where `set` is VK_NULL_HANDLE; they
-// point into `buffers`.
-std::array<VkWriteDescriptorSet, 3> buffer_writes(const VkDescriptorBufferInfo (&buffers)[3], VkDescriptorSet set);
+// The storage buffers of a dispatch: 0 input, 1 output, 2 workspace; the
+// attention modules also 3 mask, 4 sinks, 5 log-sum-exp.
+constexpr uint32_t max_bindings = 6;
+struct DescriptorBuffers {
+    VkDescriptorBufferInfo info[max_bindings] = {};
+    uint32_t count = 3;
+};
+uint32_t binding_count(const PipelineKey& key);
 
-// Descriptor bindings: 0 input, 1 output, 2 workspace; set by
+// The writes of the buffers' bindings into `set`, or pushed where `set` is
+// VK_NULL_HANDLE; they point into `buffers` (the first buffers.count).
+std::array<VkWriteDescriptorSet, max_bindings> buffer_writes(const DescriptorBuffers& buffers, VkDescriptorSet set);
+
+// Descriptor bindings: DescriptorBuffers; set by
 // vkCmdPushDescriptorSetKHR, so nothing is allocated per dispatch, or where
 // the context has no push descriptors, by a descriptor set from the host's
 // pool (Context::descriptor_set()).
@@ -78,10 +106,10 @@ public:
     VkPipeline pipeline() const { return pipeline_.get(); }
     VkPipelineLayout layout() const { return layout_.get(); }
     const PipelineKey& key() const { return key_; }
-    // Records: bind, push the three buffer descriptors (or bind `set`,
-    // which holds them, where it is not VK_NULL_HANDLE) and the constants,
+    // Records: bind, push the buffer descriptors (or bind `set`, which
+    // holds them, where it is not VK_NULL_HANDLE) and the constants,
     // dispatch `groups` workgroups.
-    void dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const VkDescriptorBufferInfo (&buffers)[3],
+    void dispatch(const DeviceFunctions& vk, VkCommandBuffer cb, const DescriptorBuffers& buffers,
                   VkDescriptorSet set, const PushConstants& push, uint32_t groups) const;
     VkDescriptorSetLayout set_layout() const { return set_layout_.get(); }
     // The driver's statistics of this pipeline ("Register Count: 40", ...),

@@ -78,6 +78,9 @@ struct Plan {
     // plan uses it).
     bool workspace_zeroed = false;
     uint32_t rows_per_workgroup = 1;
+    // The attention options' buffers (Problem::attention): bytes each must
+    // hold; 0 where the option is off.
+    uint64_t mask_bytes = 0, sinks_bytes = 0, lse_bytes = 0;
     // The debug label of the recorded work (where VK_EXT_debug_utils is on):
     // "vksoftmax softmax f32 (outer 64, axis 3000, inner 1) (subgroup-row)".
     std::string label;
@@ -112,6 +115,13 @@ struct Timestamps {
     uint32_t first = 0;
 };
 
+// The attention options' buffers: the mask and the sinks are read, the
+// log-sum-exp written (plan.mask_bytes, sinks_bytes, lse_bytes; each is
+// ignored where its option is off).
+struct AttentionBuffers {
+    BufferRange mask, sinks, lse;
+};
+
 // Records the plan's dispatches into `cb`. Reads `in`, writes `out`, uses
 // `workspace` (plan.workspace_bytes; may be empty when that is 0). The
 // caller makes the input's writes visible to compute-shader reads before,
@@ -120,11 +130,17 @@ struct Timestamps {
 // one plan may be recorded from several threads into different buffers.
 void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
             const BufferRange& workspace, const Timestamps& timestamps = {});
+// The same with the attention options' buffers: the mask and sinks are
+// read as the input is, the log-sum-exp written as the output is (the same
+// barrier contract).
+void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
+            const BufferRange& workspace, const AttentionBuffers& attention, const Timestamps& timestamps = {});
 
 // One problem of a batch: its plan (made on the batch's context) and buffers.
 struct BatchItem {
     const Plan* plan = nullptr;
     BufferRange in, out, workspace;
+    AttentionBuffers attention;
 };
 
 // Records independent problems with no barrier between them: every

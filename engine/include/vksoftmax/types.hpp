@@ -32,6 +32,37 @@ struct Shape {
 // may be negative as in NumPy. Throws Error(invalid_argument) when out of range.
 Shape shape_for_axis(const std::vector<uint64_t>& dims, int axis);
 
+// The options of attention and LLM engines (engine/include/vksoftmax/
+// attention.hpp has their rules). They see the tensor as (batch, heads,
+// query_rows, axis), softmax along the last axis (inner 1), and turn the
+// elements of row (b, h, q) into logits
+//   z_j = multiplier * x_j + slope_h * mask[b % mask_batch, h % mask_heads, q % mask_rows, j]
+// (z_j = -inf where the causal mask hides column j), with a per-head sink
+// logit in the normaliser and, optionally, each row's log-sum-exp out.
+struct Attention {
+    uint64_t heads = 1;
+    uint64_t query_rows = 0;  // rows per head; 0: every row of the tensor's heads (batch 1)
+    // An additive mask of (mask_batch, mask_heads, mask_rows, axis), each
+    // dimension dividing the tensor's (1 broadcasts; so does any divisor,
+    // as ggml allows for heads); mask_rows 0: query_rows. -inf hides.
+    bool mask = false;
+    Dtype mask_dtype = Dtype::f32;
+    uint64_t mask_batch = 1, mask_heads = 1, mask_rows = 0;
+    // Column j of query row q is hidden where j > q + causal_offset (the
+    // offset: key positions already cached). No buffer.
+    bool causal = false;
+    int64_t causal_offset = 0;
+    // ALiBi: the mask scaled by each head's slope, as ggml's soft_max_ext
+    // (0: slope 1). Needs a mask.
+    double alibi_max_bias = 0.0;
+    // One fp32 logit per head that joins the normaliser and yields no output.
+    bool sinks = false;
+    // Each row's log-sum-exp of its logits (with the sink), fp32, one per row.
+    bool lse = false;
+    // Whether any option is on (else the plain modules run).
+    bool any() const { return mask || causal || sinks || lse; }
+};
+
 struct Problem {
     Shape shape;
     Dtype dtype = Dtype::f32;
@@ -42,6 +73,7 @@ struct Problem {
     // sets both (neither 1) must have scale = 1 / temperature.
     double scale = 1.0;
     Precision precision = Precision::fast;
+    Attention attention;
 };
 
 // The multiplier of the logits: scale, or 1 / temperature. Error

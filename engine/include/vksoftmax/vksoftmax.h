@@ -87,7 +87,7 @@ typedef struct vksm_context_desc {
     /* Where push_descriptor is 0 (a device without VK_KHR_push_descriptor, or
      * a host that did not enable it): a descriptor pool of the host's.
      * Each vksm_record() allocates one descriptor set of 3 storage-buffer
-     * descriptors from it (vksm_record_batch() one per problem), which the
+     * descriptors (6 for a problem with attention options) from it (vksm_record_batch() one per problem), which the
      * command buffer then uses: reset the pool (or destroy it) only once
      * that work is complete, and keep it free for one set per record until
      * then (an allocation the driver refuses, such as
@@ -114,6 +114,25 @@ typedef struct vksm_problem {
      * taken as 1). scale is 1 / temperature: set one of them (both set must
      * agree, else VKSM_ERROR_INVALID_ARGUMENT). */
     double scale;
+    /* The attention options, all off when zero (README, "Attention"): the
+     * tensor seen as (batch, heads, query_rows, axis), softmax along the
+     * last axis (inner 1), logits z = scale * x + slope_h * mask. */
+    uint64_t heads;      /* 0 is taken as 1 */
+    uint64_t query_rows; /* rows per head; 0: every row of each head (batch 1) */
+    /* Nonzero: an additive mask (mask_batch, mask_heads, mask_rows, axis) of
+     * mask_dtype, each dimension dividing the tensor's (0 is taken as 1,
+     * 1 and query_rows); -inf hides an element. */
+    int mask;
+    vksm_dtype mask_dtype;
+    uint64_t mask_batch, mask_heads, mask_rows;
+    /* Nonzero: column j of query row q is hidden where j > q + causal_offset. */
+    int causal;
+    int64_t causal_offset;
+    /* ALiBi: the mask scaled by each head's slope, as ggml's soft_max_ext
+     * (0: slope 1). Needs a mask. */
+    double alibi_max_bias;
+    int sinks; /* nonzero: one fp32 logit per head joins the normaliser */
+    int lse;   /* nonzero: each row's log-sum-exp written (fp32, one per row) */
 } vksm_problem;
 
 typedef struct vksm_buffer {
@@ -142,6 +161,9 @@ void vksm_plan_workspace(vksm_plan plan, VkDeviceSize* size, VkDeviceSize* align
 /* Dispatches recorded: 1, or 2 for rows split across workgroups in two
  * passes (0: empty tensor). */
 uint32_t vksm_plan_passes(vksm_plan plan);
+/* Bytes of the attention options' buffers (0 where the option is off):
+ * the mask, the sinks (fp32 per head) and the log-sum-exp (fp32 per row). */
+void vksm_plan_attention_bytes(vksm_plan plan, VkDeviceSize* mask, VkDeviceSize* sinks, VkDeviceSize* lse);
 
 /* Records the plan into the host's command buffer (in the recording state,
  * outside a render pass). With a query pool, writes passes + 1 timestamps
@@ -149,10 +171,18 @@ uint32_t vksm_plan_passes(vksm_plan plan);
 vksm_result vksm_record(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer input, vksm_buffer output,
                         vksm_buffer workspace, VkQueryPool timestamps, uint32_t first_query);
 
-/* One problem of a batch. */
+/* vksm_record() with the attention options' buffers (each ignored where
+ * its option is off): the mask and sinks are read as the input is, the
+ * log-sum-exp written as the output is (the same barrier contract). */
+vksm_result vksm_record_attention(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer input,
+                                  vksm_buffer output, vksm_buffer workspace, vksm_buffer mask, vksm_buffer sinks,
+                                  vksm_buffer lse, VkQueryPool timestamps, uint32_t first_query);
+
+/* One problem of a batch (mask, sinks, lse: as vksm_record_attention()). */
 typedef struct vksm_batch_item {
     vksm_plan plan;
     vksm_buffer input, output, workspace;
+    vksm_buffer mask, sinks, lse;
 } vksm_batch_item;
 
 /* Records `count` independent problems (plans of one context) with no

@@ -1,0 +1,110 @@
+// The attention options (modules built with ATTENTION): the logits of
+// row r of a (batch, heads, query rows, n) tensor become
+//   z_j = scale * x_j + slope_h * mask[b % MB, h % MH, q % MQ, j]
+// with z_j = -inf where the causal mask hides column j (j > q + offset);
+// a per-head sink logit joins the row's statistic and yields no output;
+// each row's log-sum-exp may be written to a buffer of its own. Included
+// by softmax_tiles.glsl after Span, which carries the row's part of it
+// (row_attention()), so that a load pays one add and one compare.
+//
+// Bindings beside softmax_common.glsl's: 3 the mask as 32-bit words (an
+// fp16 mask two to a word, low half first), 4 the sinks (fp32, one per
+// head), 5 the log-sum-exp (fp32, one per row). Where an option is off its
+// binding holds a stand-in buffer that is never read.
+
+layout(std430, binding = 3) readonly buffer MaskWords { uint mask_word[]; };
+layout(std430, binding = 4) readonly buffer Sinks { float sink[]; };
+layout(std430, binding = 5) writeonly buffer LogSumExp { float lse[]; };
+
+// The options as specialization constants, so that a module specialized
+// without one has none of its code.
+const uint MASK_NONE = 0u, MASK_F32 = 1u, MASK_F16 = 2u;
+layout(constant_id = 10) const uint MASK = MASK_NONE;
+layout(constant_id = 11) const bool CAUSAL = false;
+layout(constant_id = 12) const bool SINKS = false;
+layout(constant_id = 13) const bool LSE = false;
+
+// A row's share of the options (row_attention()).
+struct RowAttention { uint row; uint mask_base; uint visible; float slope; };
+
+// Element e of the mask, as fp32.
+float mask_value(uint e) {
+    if (MASK == MASK_F32) return uintBitsToFloat(mask_word[e]);
+    uint w = mask_word[e >> 1];
+    return unpackHalf2x16((e & 1u) != 0u ? w >> 16 : w).x;
+}
+
+uint row_head(uint r) { return (r / pc.query_rows) % pc.heads; }
+
+// ALiBi's slope of head h, as ggml defines it: m0^(h + 1) for the first
+// 2^floor(log2(heads)) heads, m1^(2 (h - that) + 1) after, with m0 =
+// 2^alibi_e0 and m1 = 2^alibi_e1 (1 for every head without ALiBi).
+float alibi_slope(uint h) {
+    if (pc.alibi_e0 == 0.0) return 1.0;
+    return h < pc.alibi_heads_log2 ? exp2(pc.alibi_e0 * float(h + 1u))
+                                   : exp2(pc.alibi_e1 * float(2u * (h - pc.alibi_heads_log2) + 1u));
+}
+
+// Row r's share of the options: its mask row's first element, the first
+// column the causal mask hides, the slope of its head.
+RowAttention row_attention(uint r) {
+    uint q = r % pc.query_rows;
+    uint hb = r / pc.query_rows;
+    uint h = hb % pc.heads, b = hb / pc.heads;
+    uint mask_row = ((b % pc.mask_batch) * pc.mask_heads + h % pc.mask_heads) * pc.mask_rows + q % pc.mask_rows;
+    // Columns past q + offset are hidden (an offset below -q hides all).
+    int visible = clamp(int(q) + pc.causal_offset + 1, 0, int(pc.axis));
+    return RowAttention(r, mask_row * pc.axis, CAUSAL ? uint(visible) : pc.axis, alibi_slope(h));
+}
+
+// z of the element at column `col` of the row (an element of the row:
+// callers never pass the -inf that stands for a missing one, whose mask
+// element may not exist).
+float attend(RowAttention a, uint col, float x) {
+    float z = x * pc.scale;
+    if (MASK != MASK_NONE) z += a.slope * mask_value(a.mask_base + col);
+    return CAUSAL && col >= a.visible ? vksm_neg_inf() : z;
+}
+vec4 attend4(RowAttention a, uint col, vec4 v) {
+    for (uint c = 0u; c < 4u; ++c) v[c] = attend(a, col + c, v[c]);
+    return v;
+}
+
+// The sink of row r's head as a statistic: a finite sink is one element of
+// the normaliser, -inf none, a NaN or +inf poisons the row (as an element
+// would).
+VksmStat sink_stat(uint r) {
+    if (!SINKS) return vksm_stat_empty();
+    float s = sink[row_head(r)];
+    uint c = vksm_classify(s);
+    if (c == VKSM_C_POISON) return VksmStat(-VKSM_FLT_MAX, 0.0, VKSM_F_POISON);
+    return c == VKSM_C_FINITE ? VksmStat(s, 1.0, VKSM_F_FINITE) : vksm_stat_empty();
+}
+
+// Row r's statistic with its sink merged in.
+VksmStat with_sink(uint r, VksmStat s) { return SINKS ? vksm_stat_merge(s, sink_stat(r)) : s; }
+
+// Row r's log-sum-exp (with its sink): NaN where the row's outputs are.
+void store_lse(uint r, VksmStat s) {
+    if (!LSE) return;
+    bool bad = (s.f & VKSM_F_POISON) != 0u || (s.f & VKSM_F_FINITE) == 0u;
+    lse[r] = bad ? vksm_nan() : s.m + log(s.d);
+}
+
+// The sink in a row's max and flags, before the row's exps are taken
+// against the max (the paths that hold the row in registers)...
+void sink_into_max(uint r, inout float m, inout uint f) {
+    VksmStat k = sink_stat(r);
+    m = max(m, k.m);
+    f |= k.f;
+}
+// ... and its term of the normaliser once the max is known.
+float sink_term(uint r, float m) { return SINKS ? sink_stat(r).d * vksm_scaled_exp(sink_stat(r).m - m) : 0.0; }
+
+// Row r's statistic as its outputs take it (with its sink), its
+// log-sum-exp stored by the `writer` invocation.
+VksmStat finish_row(uint r, VksmStat s, bool writer) {
+    s = with_sink(r, s);
+    if (writer) store_lse(r, s);
+    return s;
+}

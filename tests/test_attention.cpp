@@ -1,0 +1,364 @@
+// The attention options (scale, additive and causal masks, ALiBi, sinks,
+// the log-sum-exp) against the float64 CPU reference on every GPU path,
+// and their closed forms: one element left by the mask gives exactly 1, a
+// sink of -inf changes nothing, causal row 0 is one-hot, a row masked
+// entirely is NaN (with a sink: zeros, and the sink as its log-sum-exp),
+// ALiBi's slopes are ggml's.
+#include <cmath>
+#include <limits>
+
+#include "gpu_fixture.hpp"
+#include "vksoftmax/attention.hpp"
+
+using namespace vkstest;
+
+namespace {
+
+const float kInf = std::numeric_limits<float>::infinity();
+
+// A fixture of its own, so that the suite's slices by name stay apart.
+class AttentionTest : public Gpu {};
+
+// A problem of (batch, heads, query_rows, n).
+Problem attention_problem(uint64_t batch, uint64_t heads, uint64_t query_rows, uint64_t n, Dtype dtype = Dtype::f32) {
+    Problem p;
+    p.shape = {batch * heads * query_rows, n, 1};
+    p.dtype = dtype;
+    p.attention.heads = heads;
+    p.attention.query_rows = query_rows;
+    return p;
+}
+
+// Mask values in [-4, 0] with about one in eight -inf (never a whole row).
+std::vector<float> random_mask(size_t rows, size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> value(-4.0f, 0.0f);
+    std::vector<float> m(rows * n);
+    for (size_t i = 0; i < m.size(); ++i) m[i] = (rng() % 8 == 0 && i % n != 0) ? -kInf : value(rng);
+    return m;
+}
+
+struct AttentionOutcome {
+    std::vector<double> got, ref;
+    std::vector<float> lse_got, lse_ref;
+    Accuracy acc;
+    Plan plan;
+};
+
+// Runs `p` on the GPU and on the CPU with the same inputs: x (rounded to
+// fp16 for fp16 problems), the mask (rounded to fp16 for a fp16 mask) and
+// the sinks.
+AttentionOutcome run_attention(const Problem& p, const std::vector<float>& x, const std::vector<float>& mask,
+                               const std::vector<float>& sinks, const PlanOptions& opts = {}) {
+    AttentionOutcome o;
+    const AttentionLayout layout = attention_layout(p);
+    std::vector<uint16_t> mask_half;
+    AttentionData gpu;
+    if (p.attention.mask) {
+        EXPECT_EQ(mask.size(), layout.mask_elements);
+        for (float v : mask) mask_half.push_back(float_to_half(v));
+        gpu.mask = p.attention.mask_dtype == Dtype::f16 ? static_cast<const void*>(mask_half.data()) : mask.data();
+    }
+    gpu.sinks = sinks.data();
+    AttentionData ref = gpu;
+    o.lse_got.assign(layout.lse, 0.0f);
+    o.lse_ref.assign(layout.lse, 0.0f);
+    gpu.lse = o.lse_got.data();
+    ref.lse = o.lse_ref.data();
+    Outcome run = run_and_compare(p, x, opts, gpu, ref);
+    o.got = std::move(run.got);
+    o.ref = std::move(run.ref);
+    o.acc = run.acc;
+    o.plan = run.plan;
+    return o;
+}
+
+// The log-sum-exps agree to 1e-5 of max(1, |ref|), NaN where the
+// reference is NaN.
+void expect_lse_near(const AttentionOutcome& o, const std::string& what) {
+    for (size_t r = 0; r < o.lse_ref.size(); ++r) {
+        if (std::isnan(o.lse_ref[r])) {
+            EXPECT_TRUE(std::isnan(o.lse_got[r])) << what << ": row " << r << " log-sum-exp " << o.lse_got[r]
+                                                  << ", want NaN";
+            continue;
+        }
+        EXPECT_NEAR(o.lse_got[r], o.lse_ref[r], 1e-5 * std::max(1.0f, std::fabs(o.lse_ref[r])))
+            << what << ": row " << r << " log-sum-exp";
+    }
+}
+
+void expect_within_bound(const Problem& p, const AttentionOutcome& o, const std::string& what) {
+    const Bound b = accuracy_bound(p.dtype, p.log, p.precision);
+    EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << what << " (" << path_name(o.plan.path) << "): " << o.acc.describe();
+    expect_lse_near(o, what);
+}
+
+// The paths a row of `n` can be forced onto on this device.
+std::vector<Path> paths_for(uint64_t n) {
+    std::vector<Path> paths = {Path::workgroup_row, Path::split};
+    if (Gpu::ctx().info().subgroup_arithmetic() && n <= 4u * 8u * Gpu::ctx().info().subgroup_size)
+        paths.push_back(Path::subgroup_row);
+    if (single_pass_rule(Gpu::ctx().info(), SinglePass::allowed).allowed) paths.push_back(Path::single_pass);
+    return paths;
+}
+
+PlanOptions forced(Path path) {
+    PlanOptions o;
+    o.path = path;
+    o.single_pass = SinglePass::allowed;
+    o.chunk_elements = 64;  // several chunks per row on the chunked paths
+    return o;
+}
+
+std::string describe_options(const Problem& p) {
+    const Attention& a = p.attention;
+    std::string s = std::string(dtype_name(p.dtype)) + (p.log ? " log" : "") + " rows " + std::to_string(p.shape.rows()) +
+                    " x " + std::to_string(p.shape.axis) + " heads " + std::to_string(a.heads);
+    if (p.scale != 1.0) s += " scale " + std::to_string(p.scale);
+    if (a.mask) s += std::string(" mask ") + dtype_name(a.mask_dtype);
+    if (a.causal) s += " causal+" + std::to_string(a.causal_offset);
+    if (a.alibi_max_bias > 0) s += " alibi " + std::to_string(a.alibi_max_bias);
+    if (a.sinks) s += " sinks";
+    if (a.lse) s += " lse";
+    return s;
+}
+
+// Each option alone and all together, softmax and log-softmax, fp32 and
+// fp16, on every path: (batch 2, heads 4, query rows 3) of rows of 150
+// (not a multiple of 4: head and tail element by element where rows take
+// vector windows), mask (1, 2, 3, 150) broadcast over batch and, by
+// modulo, over heads.
+TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
+    const uint64_t batch = 2, heads = 4, query_rows = 3, n = 150;
+    // Sinks near the rows' maxima (logits are normal(0, 4)), so that they
+    // weigh in the normaliser.
+    const std::vector<float> sinks = {8.0f, 12.0f, -kInf, 10.0f};
+    uint32_t variant = 0, runs = 0;
+    for (Dtype dtype : {Dtype::f32, Dtype::f16})
+        for (bool log : {false, true})
+            for (int option = 0; option < 6; ++option) {
+                Problem p = attention_problem(batch, heads, query_rows, n, dtype);
+                p.log = log;
+                Attention& a = p.attention;
+                switch (option) {
+                    case 0: a.mask = true; a.mask_dtype = Dtype::f32; break;
+                    case 1: a.causal = true; a.causal_offset = 140; break;
+                    case 2: a.mask = true; a.mask_dtype = Dtype::f16; a.alibi_max_bias = 8.0; break;
+                    case 3: a.sinks = true; break;
+                    case 4: a.lse = true; p.scale = 1.0 / std::sqrt(128.0); break;
+                    default:
+                        a.mask = true; a.mask_dtype = dtype; a.causal = true; a.causal_offset = 100;
+                        a.alibi_max_bias = 4.0; a.sinks = true; a.lse = true; p.scale = 0.5;
+                }
+                a.mask_batch = 1;
+                a.mask_heads = 2;
+                const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+                const std::vector<float> mask = a.mask ? random_mask(2 * query_rows, n, fresh_seed()) : std::vector<float>{};
+                const std::vector<Path> paths = paths_for(n);
+                // One path per case on a CPU device (another at each subgroup size).
+                for (uint32_t k = 0; k < paths.size(); ++k) {
+                    if (!sweep_runs(variant, k, static_cast<uint32_t>(paths.size()))) continue;
+                    const AttentionOutcome o = run_attention(p, x, mask, sinks, forced(paths[k]));
+                    expect_within_bound(p, o, describe_options(p));
+                    ++runs;
+                }
+                ++variant;
+            }
+    EXPECT_GE(runs, 24u) << "cases run";
+}
+
+// A mask that leaves one element per row gives exactly 1 there and 0
+// elsewhere (log-softmax: 0 and -inf), and that element's logit as the
+// log-sum-exp, on every path.
+TEST_F(AttentionTest, MaskLeavingOneElementGivesExactlyOne) {
+    const uint64_t rows = 5, n = 300;
+    std::vector<float> mask(rows * n, -kInf);
+    for (uint64_t r = 0; r < rows; ++r) mask[r * n + (r * 61) % n] = 0.0f;
+    for (bool log : {false, true})
+        for (Path path : paths_for(n)) {
+            Problem p = attention_problem(1, 1, rows, n);
+            p.log = log;
+            p.attention.mask = true;
+            p.attention.lse = true;
+            const std::vector<float> x = random_logits(rows * n, fresh_seed());
+            const AttentionOutcome o = run_attention(p, x, mask, {}, forced(path));
+            for (uint64_t r = 0; r < rows; ++r) {
+                const uint64_t kept = (r * 61) % n;
+                for (uint64_t j = 0; j < n; ++j) {
+                    const double want = j == kept ? (log ? 0.0 : 1.0) : (log ? -kInf : 0.0);
+                    ASSERT_EQ(o.got[r * n + j], want) << path_name(path) << (log ? " log" : "") << " row " << r
+                                                      << " column " << j << " (kept " << kept << ")";
+                }
+                EXPECT_FLOAT_EQ(o.lse_got[r], x[r * n + kept]) << path_name(path) << " row " << r << " log-sum-exp";
+            }
+        }
+}
+
+// Query row 0 under a causal mask with offset 0 sees column 0 alone: one-hot.
+TEST_F(AttentionTest, CausalRowZeroIsOneHot) {
+    const uint64_t heads = 2, query_rows = 4, n = 64;
+    for (Path path : paths_for(n)) {
+        Problem p = attention_problem(1, heads, query_rows, n);
+        p.attention.causal = true;
+        const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+        const AttentionOutcome o = run_attention(p, x, {}, {}, forced(path));
+        for (uint64_t h = 0; h < heads; ++h) {
+            const uint64_t row0 = h * query_rows;
+            for (uint64_t j = 0; j < n; ++j)
+                ASSERT_EQ(o.got[row0 * n + j], j == 0 ? 1.0 : 0.0) << path_name(path) << " head " << h << " column " << j;
+            // Query row 3 sees columns 0..3: their softmax, the rest 0.
+            for (uint64_t j = 4; j < n; ++j)
+                ASSERT_EQ(o.got[(row0 + 3) * n + j], 0.0) << path_name(path) << " head " << h << " row 3 column " << j;
+        }
+        expect_within_bound(p, o, std::string("causal ") + path_name(path));
+    }
+}
+
+// A sink of -inf changes nothing; a finite sink lowers every output by the
+// same factor, exp(lse without it - lse with it).
+TEST_F(AttentionTest, SinksJoinTheNormaliser) {
+    const uint64_t heads = 2, query_rows = 3, n = 500;
+    Problem plain = attention_problem(1, heads, query_rows, n);
+    plain.attention.lse = true;
+    Problem with_sinks = plain;
+    with_sinks.attention.sinks = true;
+    const std::vector<float> x = random_logits(plain.shape.elements(), fresh_seed());
+    const AttentionOutcome a = run_attention(plain, x, {}, {});
+    const AttentionOutcome b = run_attention(with_sinks, x, {}, {-kInf, 12.0f});
+    for (uint64_t r = 0; r < heads * query_rows; ++r) {
+        const bool none = r < query_rows;  // head 0's sink is -inf
+        const double factor = none ? 1.0 : std::exp(static_cast<double>(a.lse_got[r]) - b.lse_got[r]);
+        if (!none) {
+            const double want = std::log(std::exp(static_cast<double>(a.lse_ref[r])) + std::exp(12.0));
+            EXPECT_NEAR(b.lse_got[r], want, 1e-5 * std::fabs(want)) << "row " << r << " log-sum-exp with sink 12";
+        }
+        for (uint64_t j = 0; j < n; ++j)
+            ASSERT_NEAR(b.got[r * n + j], a.got[r * n + j] * factor, 1e-5 * a.got[r * n + j] + 1e-30)
+                << "row " << r << " column " << j << (none ? " (sink -inf)" : " (sink 12)");
+    }
+    expect_within_bound(with_sinks, b, "sinks");
+}
+
+// A row masked entirely is NaN as an all -inf row is (SciPy), log-sum-exp
+// NaN; with a finite sink its outputs are 0 (log: -inf) and its
+// log-sum-exp is the sink.
+TEST_F(AttentionTest, RowMaskedEntirely) {
+    const uint64_t n = 40;
+    for (bool sink : {false, true})
+        for (bool log : {false, true})
+            for (Path path : paths_for(n)) {
+                Problem p = attention_problem(1, 1, 2, n);
+                p.log = log;
+                p.attention.mask = true;
+                p.attention.sinks = sink;
+                p.attention.lse = true;
+                std::vector<float> mask(2 * n, 0.0f);
+                for (uint64_t j = 0; j < n; ++j) mask[n + j] = -kInf;  // row 1
+                const AttentionOutcome o = run_attention(p, random_logits(2 * n, fresh_seed()), mask, {1.5f}, forced(path));
+                const std::string what = std::string(path_name(path)) + (log ? " log" : "") + (sink ? " sink 1.5" : "");
+                for (uint64_t j = 0; j < n; ++j) {
+                    if (sink) {
+                        ASSERT_EQ(o.got[n + j], log ? -kInf : 0.0) << what << " column " << j;
+                    } else {
+                        ASSERT_TRUE(std::isnan(o.got[n + j])) << what << " column " << j << ": " << o.got[n + j];
+                    }
+                }
+                if (sink) {
+                    EXPECT_EQ(o.lse_got[1], 1.5f) << what;
+                } else {
+                    EXPECT_TRUE(std::isnan(o.lse_got[1])) << what << ": " << o.lse_got[1];
+                }
+                expect_within_bound(p, o, what);
+            }
+}
+
+// Rows long enough for the split path's chunks and for tiles: causal with
+// a mask and sinks over 3 rows of 70000.
+TEST_F(AttentionTest, AttentionOnLongRows) {
+    Problem p = attention_problem(1, 1, 3, 70000);
+    p.attention.mask = true;
+    p.attention.mask_rows = 1;
+    p.attention.causal = true;
+    p.attention.causal_offset = 69998;  // row 0 hides its last column, row 2 none
+    p.attention.sinks = true;
+    p.attention.lse = true;
+    const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+    const std::vector<float> mask = random_mask(1, 70000, fresh_seed());
+    const AttentionOutcome o = run_attention(p, x, mask, {2.0f});
+    EXPECT_EQ(o.got[69999], 0.0) << "row 0's last column is hidden";
+    expect_within_bound(p, o, std::string("long rows ") + path_name(o.plan.path));
+}
+
+}  // namespace
+
+// ggml's slopes (ggml_soft_max_ext: m0 = 2^(-max_bias / n), m1 =
+// 2^(-max_bias / 2 / n), n = 2^floor(log2(heads))), computed here in fp32
+// as ggml does.
+TEST(AttentionRules, AlibiSlopesAreGgmls) {
+    for (uint32_t heads : {8u, 12u, 32u})
+        for (float max_bias : {8.0f, 16.0f}) {
+            const uint32_t n = 1u << static_cast<uint32_t>(std::floor(std::log2(static_cast<float>(heads))));
+            const float m0 = std::pow(2.0f, -max_bias / static_cast<float>(n));
+            const float m1 = std::pow(2.0f, -(max_bias / 2.0f) / static_cast<float>(n));
+            for (uint32_t h = 0; h < heads; ++h) {
+                const float ggml = h < n ? std::pow(m0, static_cast<float>(h + 1)) : std::pow(m1, static_cast<float>(2 * (h - n) + 1));
+                EXPECT_NEAR(alibi_slope(h, heads, max_bias), ggml, 1e-6 * ggml)
+                    << heads << " heads, max_bias " << max_bias << ", head " << h;
+            }
+        }
+    EXPECT_EQ(alibi_slope(3, 8, 0.0), 1.0) << "max_bias 0: slope 1";
+    // 8 heads, max_bias 8: 1/2, 1/4, ..., 1/256.
+    EXPECT_EQ(alibi_slope(0, 8, 8.0), 0.5);
+    EXPECT_EQ(alibi_slope(7, 8, 8.0), 1.0 / 256.0);
+}
+
+// Options that do not fit the shape are refused, naming the field.
+TEST(AttentionRules, LayoutRefusals) {
+    auto refusal = [](const Problem& p) {
+        try {
+            attention_layout(p);
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    Problem p = attention_problem(2, 4, 3, 10);
+    p.attention.mask = true;
+    p.attention.mask_heads = 3;
+    EXPECT_NE(refusal(p).find("mask_heads 3 does not divide the tensor's heads 4"), std::string::npos) << refusal(p);
+    p.attention.mask_heads = 2;
+    p.attention.mask_batch = 4;
+    EXPECT_NE(refusal(p).find("mask_batch 4"), std::string::npos) << refusal(p);
+    p.attention.mask_batch = 1;
+    EXPECT_EQ(refusal(p), "accepted");
+    EXPECT_EQ(attention_layout(p).mask_elements, 2u * 3u * 10u);
+    p.attention.heads = 5;
+    EXPECT_NE(refusal(p).find("heads 5"), std::string::npos) << refusal(p);
+    Problem alibi = attention_problem(1, 8, 2, 10);
+    alibi.attention.alibi_max_bias = 8.0;
+    alibi.attention.causal = true;
+    EXPECT_NE(refusal(alibi).find("ALiBi scales the mask"), std::string::npos) << refusal(alibi);
+    Problem strided;
+    strided.shape = {2, 5, 3};
+    strided.attention.causal = true;
+    EXPECT_NE(refusal(strided).find("last axis"), std::string::npos) << refusal(strided);
+}
+
+// The CPU reference's closed forms: scale, mask and sink on one row of 2.
+TEST(AttentionRules, CpuReferenceClosedForm) {
+    Problem p = attention_problem(1, 1, 1, 2);
+    p.scale = 0.5;
+    p.attention.mask = true;
+    p.attention.sinks = true;
+    p.attention.lse = true;
+    const double x[2] = {2.0, 4.0};
+    const float mask[2] = {0.0f, -1.0f};  // logits 1, 1
+    const float sink = 1.0f;              // a third e^1 in the normaliser
+    float lse = 0;
+    double y[2];
+    cpu::softmax(p, x, y, AttentionData{mask, &sink, &lse});
+    EXPECT_NEAR(y[0], 1.0 / 3.0, 1e-15);
+    EXPECT_NEAR(y[1], 1.0 / 3.0, 1e-15);
+    EXPECT_NEAR(lse, 1.0 + std::log(3.0), 1e-6);
+}
