@@ -4,13 +4,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "attention_args.hpp"
 #include "commands.hpp"
 #include "npy.hpp"
 #include "output_file.hpp"
 #include "tensor.hpp"
 #include "vksoftmax/accuracy.hpp"
+#include "vksoftmax/attention.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/cpu.hpp"
 #include "vksoftmax/error.hpp"
@@ -24,6 +27,7 @@ struct RunArgs {
     int axis = -1;
     bool log = false, check = false, time = false, json = false;
     double temperature = 1.0, scale = 1.0;
+    AttentionArgs attention;
 };
 
 void check_args(const RunArgs& a) {
@@ -60,33 +64,52 @@ struct Execution {
     double cpu_ms = 0;  // the CPU backend's time
 };
 
-Execution execute(const RunArgs& a, const Tensor& t, const Problem& p) {
+Execution execute(const RunArgs& a, const Tensor& t, const Problem& p, const AttentionData& attention) {
     Execution e;
     e.result.resize(t.data.size());
     if (p.shape.elements() == 0) return e;
     if (a.backend == "gpu") {
         Context ctx(ContextOptions{a.device});
         e.device_name = ctx.info().name;
-        e.gpu = vksoftmax::run(ctx, p, t.data.data(), e.result.data());
+        e.gpu = vksoftmax::run(ctx, p, t.data.data(), e.result.data(), RunOptions{}, attention);
         return e;
     }
     const auto start = std::chrono::steady_clock::now();
     if (p.dtype == Dtype::f32)
-        cpu::softmax(p, reinterpret_cast<const float*>(t.data.data()), reinterpret_cast<float*>(e.result.data()));
+        cpu::softmax(p, reinterpret_cast<const float*>(t.data.data()), reinterpret_cast<float*>(e.result.data()),
+                     attention);
     else
-        cpu::softmax(p, reinterpret_cast<const uint16_t*>(t.data.data()), reinterpret_cast<uint16_t*>(e.result.data()));
+        cpu::softmax(p, reinterpret_cast<const uint16_t*>(t.data.data()), reinterpret_cast<uint16_t*>(e.result.data()),
+                     attention);
     e.cpu_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return e;
 }
 
 // --check: the result against the float64 reference; false when over the bound.
-bool report_check(const RunArgs& a, const Tensor& t, const Problem& p, const Execution& e, nlohmann::json& report) {
-    const std::vector<double> ref = reference(t, p);
+bool report_check(const RunArgs& a, const Tensor& t, const Problem& p, const Execution& e, AttentionInputs& attention,
+                  nlohmann::json& report) {
+    // The reference's own log-sum-exp, beside the result's.
+    std::vector<float> lse_ref(attention.lse.size());
+    AttentionData ref_data = attention.data();
+    if (ref_data.lse) ref_data.lse = lse_ref.data();
+    const std::vector<double> ref = reference(t, p, ref_data);
     const std::vector<double> got = to_double(e.result.data(), e.result.size() / dtype_size(p.dtype), p.dtype);
     const double rel = accuracy_bound(p.dtype, p.log).rel;
     const Accuracy acc = compare(p, got, ref);
-    const bool sums_ok = acc.max_row_sum_error <= rel;
-    const bool check_ok = acc.within(rel, 0.0) && sums_ok;
+    // A sink takes its share of each row: rows with sinks sum below 1.
+    const bool sums_ok = p.attention.sinks || acc.max_row_sum_error <= rel;
+    double lse_error = 0;  // max |lse - ref| / max(1, |ref|), NaN where both are NaN
+    bool lse_ok = true;
+    for (size_t r = 0; r < lse_ref.size(); ++r) {
+        const double value = attention.lse[r], want = lse_ref[r];
+        if (std::isnan(value) || std::isnan(want)) {
+            lse_ok = lse_ok && std::isnan(value) == std::isnan(want);
+            continue;
+        }
+        lse_error = std::max(lse_error, std::fabs(value - want) / std::max(1.0, std::fabs(want)));
+    }
+    lse_ok = lse_ok && lse_error <= 1e-5;
+    const bool check_ok = acc.within(rel, 0.0) && sums_ok && lse_ok;
     report["check"] = {{"max_abs_error", acc.max_abs},
                        {"max_rel_error", acc.max_rel},
                        {"max_row_sum_error", acc.max_row_sum_error},
@@ -94,12 +117,17 @@ bool report_check(const RunArgs& a, const Tensor& t, const Problem& p, const Exe
                        {"rel_bound", rel},
                        {"rows_sum_to_one", sums_ok},
                        {"ok", check_ok}};
+    if (!lse_ref.empty()) report["check"]["max_lse_error"] = lse_error;
     if (!a.json)
         fmt::print("check against the CPU reference (float64): max abs error {:.3g}, max rel error {:.3g} "
                    "(bound {:g}), max |row sum - 1| {:.3g}: rows {} to 1{}; {}\n",
-                   acc.max_abs, acc.max_rel, rel, acc.max_row_sum_error, sums_ok ? "sum" : "do NOT sum",
+                   acc.max_abs, acc.max_rel, rel, acc.max_row_sum_error,
+                   p.attention.sinks ? "with sinks need not sum" : sums_ok ? "sum" : "do NOT sum",
                    acc.nonfinite_mismatches ? fmt::format(", {} non-finite mismatches", acc.nonfinite_mismatches) : "",
                    check_ok ? "ok" : "FAILED");
+    if (!a.json && !lse_ref.empty())
+        fmt::print("log-sum-exp: max error {:.3g} of max(1, |ref|) (bound 1e-5){}\n", lse_error,
+                   lse_ok ? "" : ": FAILED");
     return check_ok;
 }
 
@@ -129,10 +157,15 @@ void report_time(const RunArgs& a, const Execution& e, nlohmann::json& report) {
 int run_command(const RunArgs& a) {
     check_args(a);
     const Tensor t = load_tensor(a.input);
-    const Problem p = problem_for(a, t);
+    Problem p = problem_for(a, t);
+    AttentionInputs attention = read_attention(a.attention, t, a.axis);
+    p.attention = attention.attention;
+    if (p.attention.any() || a.attention.heads) attention_layout(p);
     OutputFile out(a.output);  // fails now if the output cannot be written
+    std::optional<OutputFile> lse_out;
+    if (!a.attention.lse.empty()) lse_out.emplace(a.attention.lse);
 
-    const Execution e = execute(a, t, p);
+    const Execution e = execute(a, t, p, attention.data());
     nlohmann::json report = {{"input", a.input},     {"output", a.output},  {"shape", t.dims},
                              {"dtype", dtype_name(p.dtype)}, {"axis", a.axis}, {"log", a.log},
                              {"temperature", a.temperature}, {"scale", a.scale}, {"backend", a.backend}};
@@ -141,11 +174,14 @@ int run_command(const RunArgs& a) {
         report["passes"] = e.gpu.plan.passes;
     }
     report["device"] = e.device_name;
-    const bool check_ok = a.check ? report_check(a, t, p, e, report) : true;
+    const bool check_ok = a.check ? report_check(a, t, p, e, attention, report) : true;
     if (a.time) report_time(a, e, report);
 
     out.commit(npy::encode(p.dtype == Dtype::f32 ? npy::Kind::f32 : npy::Kind::f16, t.dims, t.fortran_order,
                            e.result.data(), e.result.size()));
+    if (lse_out)
+        lse_out->commit(npy::encode(npy::Kind::f32, attention.lse_dims, false, attention.lse.data(),
+                                    attention.lse.size() * sizeof(float)));
     if (a.json)
         fmt::print("{}\n", report.dump(2));
     else
@@ -155,6 +191,24 @@ int run_command(const RunArgs& a) {
 }
 
 }  // namespace
+
+// --mask, --causal, --alibi, --heads, --sinks, --lse.
+void add_attention_options(CLI::App& sub, AttentionArgs& a) {
+    sub.add_option("--mask", a.mask,
+                   "Additive mask .npy (float32 or float16) of (mask_batch, mask_heads, mask_rows, n), leading 1s "
+                   "optional, each dividing the input's (batch, heads, query rows); -inf hides");
+    sub.add_option_function<int64_t>(
+           "--causal", [&a](const int64_t& offset) { a.causal = offset; },
+           "Causal mask: column j of query row q hidden where j > q + OFFSET (default 0: no cached keys)")
+        ->expected(0, 1)
+        ->default_str("0");
+    sub.add_option("--alibi", a.alibi, "ALiBi: the mask scaled by each head's slope from MAX_BIAS (as ggml)");
+    sub.add_option("--heads", a.heads,
+                   "Heads: the input is (batch, heads, query rows, n) with query rows its second-to-last dimension "
+                   "(default: its third-to-last dimension, or 1)");
+    sub.add_option("--sinks", a.sinks, "Attention sinks .npy: one logit per head, in the normaliser, no output");
+    sub.add_option("--lse", a.lse, "Also write each row's log-sum-exp to this .npy (float32, the input's shape but the last)");
+}
 
 Command add_run(CLI::App& app) {
     auto* sub = app.add_subcommand("run", "Softmax of a .npy tensor along one axis");
@@ -167,6 +221,7 @@ Command add_run(CLI::App& app) {
     sub->add_option("--temperature", a->temperature, "softmax(x / T), T > 0 (default 1)");
     sub->add_option("--scale", a->scale,
                     "softmax(scale * x), scale > 0 (default 1; attention's 1/sqrt(d)); the same as --temperature 1/scale");
+    add_attention_options(*sub, a->attention);
     sub->add_option("--backend", a->backend, "gpu (default) or cpu (the float64 reference)");
     sub->add_option("--device", a->device, "Device index or part of its name (see 'vksoftmax devices')");
     sub->add_flag("--check", a->check, "Also compute the CPU reference and report the error");

@@ -73,9 +73,9 @@ Shape memory_shape(const Tensor& t, int axis) {
     return shape_for_axis(reversed, rank - 1 - a);
 }
 
-std::vector<double> reference(const Tensor& t, const Problem& p) {
+std::vector<double> reference(const Tensor& t, const Problem& p, const AttentionData& attention) {
     std::vector<double> x = to_double(t.data.data(), t.data.size() / dtype_size(t.dtype), t.dtype), y(x.size());
-    cpu::softmax(p, x.data(), y.data());
+    cpu::softmax(p, x.data(), y.data(), attention);
     round_to(p.dtype, y);  // as the GPU's result is rounded
     return y;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "vksoftmax/cpu.hpp"
 #include "vksoftmax/types.hpp"
 
 namespace vksoftmax::cli {
@@ -25,7 +26,8 @@ Tensor load_tensor(const std::string& path);
 // a C-order (c, b, a) one, so its axis k is memory axis rank - 1 - k.
 Shape memory_shape(const Tensor& t, int axis);
 
-// The float64 CPU reference of `p` on the tensor's values.
-std::vector<double> reference(const Tensor& t, const Problem& p);
+// The float64 CPU reference of `p` on the tensor's values (with the
+// attention options' buffers in `attention`).
+std::vector<double> reference(const Tensor& t, const Problem& p, const AttentionData& attention = {});
 
 }  // namespace vksoftmax::cli

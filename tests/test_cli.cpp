@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -297,6 +298,76 @@ TEST_F(Cli, ZeroSizeTensorGivesZeroSizeOutput) {
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(header_of(path("y.npy")).find("(0, 5)"), std::string::npos);
     EXPECT_EQ(data_of(path("y.npy")).size(), 0u);
+}
+
+// The attention options through `run`: a (2, 4, 3, 50) input with a fp16
+// (1, 2, 3, 50) mask, causal with an offset, ALiBi, sinks and scale,
+// against the CPU reference, the log-sum-exp file beside; and their
+// refusals (exit 2 for options, 3 for files that do not fit), nothing written.
+TEST_F(Cli, AttentionOptions) {
+    const auto x = logits(2 * 4 * 3 * 50);
+    std::vector<float> mask(2 * 3 * 50);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> value(-4.0f, 0.0f);
+    for (float& v : mask) v = value(rng);
+    for (int j = 5; j < 9; ++j) mask[50 + j] = -std::numeric_limits<float>::infinity();
+    std::vector<uint16_t> mask_half(mask.size());
+    for (size_t i = 0; i < mask.size(); ++i) mask_half[i] = vksoftmax::float_to_half(mask[i]);
+    const std::vector<float> sinks = {8, 12, -std::numeric_limits<float>::infinity(), 10};
+    spit(path("x.npy"), npy("<f4", "(2, 4, 3, 50)", bytes_of(x)));
+    spit(path("mask.npy"), npy("<f2", "(1, 2, 3, 50)", bytes_of(mask_half)));
+    spit(path("sinks.npy"), npy("<f4", "(4,)", bytes_of(sinks)));
+    for (const char* backend : {"gpu", "cpu"}) {
+        const std::string args = "run -i " + path("x.npy") + " -o " + path("y.npy") + " --mask " + path("mask.npy") +
+                                 " --causal=40 --alibi 8 --sinks " + path("sinks.npy") + " --lse " + path("lse.npy") +
+                                 " --scale 0.5 --check --backend " + backend;
+        Result r = cli(args);
+        ASSERT_EQ(r.code, 0) << args << ": " << r.err << r.out;
+        EXPECT_NE(r.out.find("; ok"), std::string::npos) << r.out;
+        EXPECT_NE(header_of(path("lse.npy")).find("(2, 4, 3)"), std::string::npos) << header_of(path("lse.npy"));
+        vksoftmax::Problem p;
+        p.shape = {24, 50, 1};
+        p.scale = 0.5;
+        p.attention.heads = 4;
+        p.attention.query_rows = 3;
+        p.attention.mask = true;
+        p.attention.mask_dtype = vksoftmax::Dtype::f16;
+        p.attention.mask_heads = 2;
+        p.attention.causal = true;
+        p.attention.causal_offset = 40;
+        p.attention.alibi_max_bias = 8;
+        p.attention.sinks = true;
+        p.attention.lse = true;
+        std::vector<double> xd(x.begin(), x.end()), ref(x.size());
+        std::vector<float> lse_ref(24);
+        vksoftmax::cpu::softmax(p, xd.data(), ref.data(), {mask_half.data(), sinks.data(), lse_ref.data()});
+        const std::string y = data_of(path("y.npy")), lse = data_of(path("lse.npy"));
+        ASSERT_EQ(y.size(), 4 * x.size());
+        ASSERT_EQ(lse.size(), 4u * 24u);
+        for (size_t i = 0; i < x.size(); ++i) {
+            float got;
+            std::memcpy(&got, y.data() + 4 * i, 4);
+            ASSERT_LE(std::fabs(got - ref[i]), 1e-5 * std::max(std::fabs(ref[i]), 1e-30))
+                << backend << ": element " << i << " got " << got << " want " << ref[i];
+        }
+        for (size_t r2 = 0; r2 < 24; ++r2) {
+            float got;
+            std::memcpy(&got, lse.data() + 4 * r2, 4);
+            EXPECT_NEAR(got, lse_ref[r2], 1e-5 * std::max(1.0f, std::fabs(lse_ref[r2]))) << backend << ": row " << r2;
+        }
+    }
+    spit(path("three_sinks.npy"), npy("<f4", "(3,)", bytes_of(std::vector<float>{1, 2, 3})));
+    spit(path("mask_3_heads.npy"), npy("<f4", "(3, 3, 50)", bytes_of(std::vector<float>(450))));
+    spit(path("mask_49.npy"), npy("<f4", "(3, 49)", bytes_of(std::vector<float>(147))));
+    const std::string in = "run -i " + path("x.npy");
+    expect_failure(in + " --sinks " + path("three_sinks.npy"), 3, "3 sinks, the input has 4 heads");
+    expect_failure(in + " --mask " + path("mask_3_heads.npy"), 3, "mask_heads 3 does not divide the tensor's heads 4");
+    expect_failure(in + " --mask " + path("mask_49.npy"), 3, "mask shape (3, 49) must be");
+    expect_failure(in + " --alibi 8 --causal", 2, "ALiBi scales the mask");
+    expect_failure(in + " --causal --axis 0", 2, "need softmax along the last axis");
+    expect_failure(in + " --heads 3", 2, "attention heads 3");
+    expect_failure(in + " --lse " + path("lse2.npy") + " --alibi -1 --mask " + path("mask.npy"), 2, "alibi_max_bias");
+    EXPECT_TRUE(files_with("lse2").empty()) << "a refused run wrote its log-sum-exp";
 }
 
 TEST_F(Cli, BadInputsFailClearly) {
