@@ -7,6 +7,7 @@
 #include <random>
 
 #include "vksoftmax/accuracy.hpp"
+#include "vksoftmax/attention.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/cpu.hpp"
 #include "vksoftmax/error.hpp"
@@ -30,7 +31,49 @@ struct Case {
     // place that moves along the row from row to row.
     bool spike_rows = false;
     double scale = 1.0;
+    // The attention options (attention cases: a mask with about one element
+    // in eight -inf and mask row 5 entirely -inf; sinks near the rows' maxima).
+    Attention attention;
 };
+
+// An attention case of a (batch, heads, query_rows, n) tensor.
+Case attention_case(const std::string& name, Dtype dtype, bool log, std::vector<uint64_t> dims, const Attention& a,
+                    double scale) {
+    Case c{name, {dims[0] * dims[1] * dims[2], dims[3], 1}, dtype, log, 1.0, false};
+    c.attention = a;
+    c.attention.heads = dims[1];
+    c.attention.query_rows = dims[2];
+    c.scale = scale;
+    return c;
+}
+
+// The attention buffers of a case: the mask (in its storage type) and the sinks.
+struct AttentionInputs {
+    std::vector<float> mask;
+    std::vector<uint16_t> mask_half;
+    std::vector<float> sinks;
+    AttentionData data(const Attention& a) const {
+        AttentionData d;
+        if (a.mask) d.mask = a.mask_dtype == Dtype::f16 ? static_cast<const void*>(mask_half.data()) : mask.data();
+        if (a.sinks) d.sinks = sinks.data();
+        return d;
+    }
+};
+
+AttentionInputs make_attention_inputs(const Case& c, std::mt19937& rng) {
+    AttentionInputs in;
+    const AttentionLayout layout = attention_layout(Problem{c.shape, c.dtype, c.log, 1.0, c.scale, Precision::fast, c.attention});
+    std::uniform_real_distribution<float> value(-4.f, 0.f);
+    in.mask.resize(layout.mask_elements);
+    for (uint64_t i = 0; i < in.mask.size(); ++i) {
+        const bool masked_row = i / c.shape.axis == 5;
+        in.mask[i] = masked_row || (rng() % 8 == 0) ? -kInf : value(rng);
+    }
+    for (float v : in.mask) in.mask_half.push_back(float_to_half(v));
+    std::normal_distribution<float> near_max(10.f, 2.f);
+    for (uint64_t h = 0; h < layout.heads; ++h) in.sinks.push_back(h == 1 ? -kInf : near_max(rng));
+    return in;
+}
 
 // The rows a case feeds: random logits first, then one row of each edge
 // kind, so one dispatch exercises them all. Rows must be >= 10 for edges.
@@ -83,6 +126,38 @@ double ulp_distance(double got, double ref, Dtype dtype) {
     return std::fabs(static_cast<double>(key(got) - key(ref)));
 }
 
+// The attention options alone and together, on rows short and long: a
+// mask broadcast over batch and heads with ALiBi and scale; causal with
+// sinks and the log-sum-exp; and (full catalogue) everything at once on
+// rows of 65537.
+void add_attention_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
+    const std::string t = std::string(dtype_name(dt)) + " ";
+    Attention masked;
+    masked.mask = true;
+    masked.mask_dtype = dt;
+    masked.mask_heads = 2;
+    masked.mask_batch = 1;
+    masked.alibi_max_bias = 8.0;
+    cases.push_back(attention_case(t + "softmax (2,4,12,1000) attention mask (1,2,12,1000) alibi=8 scale=1/sqrt(128)", dt,
+                                   false, {2, 4, 12, 1000}, masked, 1.0 / std::sqrt(128.0)));
+    Attention causal;
+    causal.causal = true;
+    causal.causal_offset = 4090;
+    causal.sinks = true;
+    causal.lse = true;
+    cases.push_back(attention_case(t + "log-softmax (1,4,12,4097) attention causal+4090 sinks lse", dt, true,
+                                   {1, 4, 12, 4097}, causal, 1.0));
+    if (quick) return;
+    Attention all = causal;
+    all.mask = true;
+    all.mask_dtype = Dtype::f32;
+    all.mask_rows = 12;
+    all.alibi_max_bias = 4.0;
+    all.causal_offset = 65530;
+    cases.push_back(attention_case(t + "softmax (1,2,12,65537) attention mask (12,65537) alibi=4 causal+65530 sinks lse",
+                                   dt, false, {1, 2, 12, 65537}, all, 0.5));
+}
+
 std::vector<Case> catalogue(const Context& ctx, bool quick) {
     std::vector<uint64_t> lengths = {1, 7, 32, 33, 129, 1000, 4097, 65537};
     if (!quick)
@@ -111,6 +186,7 @@ std::vector<Case> catalogue(const Context& ctx, bool quick) {
         Case scaled{std::string(dtype_name(dt)) + " softmax 12x1000 scale=1/sqrt(128)", {12, 1000, 1}, dt, false, 1.0, true};
         scaled.scale = 1.0 / std::sqrt(128.0);
         cases.push_back(scaled);
+        add_attention_cases(dt, quick, cases);
     }
     const uint64_t max_groups = ctx.info().max_workgroup_count[0];
     if (max_groups <= (1u << 20))
@@ -162,7 +238,8 @@ struct Outputs {
 
 // Runs the case's input through the GPU; fp16 inputs are rounded first,
 // and `inputs` holds the rounded values the reference must see.
-Outputs run_on_gpu(Context& ctx, const Case& c, const Problem& p, const RunOptions& ro, std::mt19937& rng) {
+Outputs run_on_gpu(Context& ctx, const Case& c, const Problem& p, const RunOptions& ro, const AttentionData& attention,
+                   std::mt19937& rng) {
     const std::vector<float> x = make_input(c, rng);
     const size_t n = x.size();
     Outputs o;
@@ -170,7 +247,7 @@ Outputs run_on_gpu(Context& ctx, const Case& c, const Problem& p, const RunOptio
     o.got.resize(n);
     if (c.dtype == Dtype::f32) {
         std::vector<float> y(n);
-        run(ctx, p, x.data(), y.data(), ro);
+        run(ctx, p, x.data(), y.data(), ro, attention);
         for (size_t i = 0; i < n; ++i) {
             o.inputs[i] = x[i];
             o.got[i] = y[i];
@@ -181,7 +258,7 @@ Outputs run_on_gpu(Context& ctx, const Case& c, const Problem& p, const RunOptio
             xh[i] = float_to_half(x[i]);
             o.inputs[i] = half_to_float(xh[i]);
         }
-        run(ctx, p, xh.data(), yh.data(), ro);
+        run(ctx, p, xh.data(), yh.data(), ro, attention);
         for (size_t i = 0; i < n; ++i) o.got[i] = half_to_float(yh[i]);
     }
     return o;
@@ -220,7 +297,21 @@ void judge(const Case& c, const Outputs& o, const std::vector<double>& ref, doub
             r.max_rel = std::max(r.max_rel, rel);
             if (std::fabs(want) >= floor) r.max_ulp = std::max(r.max_ulp, ulp_distance(g, want, c.dtype));
         }
-        if (!nan_row && s.axis > 0) r.worst_row_sum = std::max(r.worst_row_sum, std::fabs(sum - 1.0));
+        // A sink takes its share: rows with sinks sum below 1.
+        if (!nan_row && s.axis > 0 && !c.attention.sinks) r.worst_row_sum = std::max(r.worst_row_sum, std::fabs(sum - 1.0));
+    }
+}
+
+// The log-sum-exps: NaN where the reference's is, else within 1e-5 of
+// max(1, |ref|) (tests/TOLERANCES.md; fp32 arithmetic whatever the storage).
+void judge_lse(const std::vector<float>& got, const std::vector<float>& ref, Result& r) {
+    for (size_t row = 0; row < ref.size(); ++row) {
+        const bool ok = std::isnan(ref[row]) ? std::isnan(got[row])
+                                             : std::fabs(got[row] - ref[row]) <= 1e-5 * std::max(1.0f, std::fabs(ref[row]));
+        if (ok || !r.nan_pattern_ok) continue;
+        r.nan_pattern_ok = false;
+        r.note = "log-sum-exp of row " + std::to_string(row) + ": got " + std::to_string(got[row]) + ", want " +
+                 std::to_string(ref[row]);
     }
 }
 
@@ -242,6 +333,7 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     p.temperature = c.temperature;
     p.scale = c.scale;
     p.precision = v.precision;
+    p.attention = c.attention;
     RunOptions ro;
     ro.plan.path = v.path;
     ro.plan.reduction = v.reduction;
@@ -253,13 +345,19 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     ro.plan.single_pass = SinglePass::allowed;
     ro.plan.single_pass_patience = v.patience;
 
-    const Outputs o = run_on_gpu(ctx, c, p, ro, rng);
+    const AttentionInputs attention = make_attention_inputs(c, rng);
+    AttentionData gpu = attention.data(c.attention), reference = gpu;
+    std::vector<float> lse(c.attention.lse ? c.shape.rows() : 0), lse_ref(lse.size());
+    gpu.lse = lse.data();
+    reference.lse = lse_ref.data();
+    const Outputs o = run_on_gpu(ctx, c, p, ro, gpu, rng);
     std::vector<double> ref(o.inputs.size());
-    cpu::softmax(p, o.inputs.data(), ref.data());
+    cpu::softmax(p, o.inputs.data(), ref.data(), reference);
     round_to(c.dtype, ref);
     const Bound bound = accuracy_bound(c.dtype, c.log, v.precision);
     r.rel_bound = bound.rel;
     judge(c, o, ref, bound.floor, r);
+    judge_lse(lse, lse_ref, r);
     // A row of L outputs, each within the bound, sums to 1 within it too
     // (plus the output type's rounding of each, which the bound covers).
     const double sum_bound = c.dtype == Dtype::f32 ? r.rel_bound : 2 * r.rel_bound;

@@ -1,6 +1,7 @@
 // vksoftmax: softmax and log-softmax with Vulkan compute shaders.
 #pragma once
 #include "vksoftmax/accuracy.hpp"
+#include "vksoftmax/attention.hpp"
 #include "vksoftmax/buffer.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/cpu.hpp"
