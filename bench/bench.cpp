@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -27,6 +29,43 @@ Problem problem_of(const Case& c) {
     p.log = c.log;
     return p;
 }
+
+// The case with Options::attention's options.
+Problem problem_of(const Case& c, const Options& o) {
+    Problem p = problem_of(c);
+    if (o.attention.empty()) return p;
+    if (o.attention != "mask" && o.attention != "causal")
+        throw Error(ErrorKind::invalid_argument, "--attention: '" + o.attention + "' is not mask or causal");
+    p.scale = 1.0 / std::sqrt(128.0);
+    p.attention.heads = o.heads;
+    p.attention.query_rows = c.shape.axis;
+    p.attention.mask = o.attention == "mask";
+    p.attention.mask_dtype = Dtype::f16;
+    p.attention.causal = o.attention == "causal";
+    return p;
+}
+
+// Options::attention's mask on the device (and as the reference reads it).
+struct AttentionMask {
+    std::vector<uint16_t> host;
+    std::unique_ptr<Buffer> device;
+    AttentionMask(Context& ctx, const Plan& plan) {
+        if (!plan.mask_bytes) return;
+        const uint64_t n = plan.problem.shape.axis;
+        std::mt19937 rng(std::random_device{}());
+        std::uniform_real_distribution<float> value(-4.f, 0.f);
+        host.resize(n * n);
+        for (uint64_t q = 0; q < n; ++q)
+            for (uint64_t j = 0; j < n; ++j)
+                host[q * n + j] = float_to_half(j > q ? -std::numeric_limits<float>::infinity() : value(rng));
+        device = std::make_unique<Buffer>(ctx, plan.mask_bytes, MemoryKind::device, "bench attention mask");
+        upload(ctx, *device, host.data(), plan.mask_bytes);
+    }
+    AttentionData data() const { return AttentionData{host.empty() ? nullptr : host.data(), nullptr, nullptr}; }
+    AttentionBuffers buffers(const Plan& plan) const {
+        return device ? AttentionBuffers{{device->buffer(), 0, plan.mask_bytes}, {}, {}} : AttentionBuffers{};
+    }
+};
 
 // Times `call` (recording one operation): warm-up, then o.iters calls
 // between two timestamps, o.repeats times. Between the timed calls: `gaps`'
@@ -230,21 +269,21 @@ Accuracy against_reference(const Problem& p, const uint8_t* output, const std::v
     return compare(p, to_double(output, p.shape.elements(), p.dtype), ref);
 }
 
-std::vector<double> reference(const Problem& p, const Logits& logits) {
+std::vector<double> reference(const Problem& p, const Logits& logits, const AttentionData& attention = {}) {
     std::vector<double> ref(p.shape.elements());
-    cpu::softmax(p, logits.values.data(), ref.data());
+    cpu::softmax(p, logits.values.data(), ref.data(), attention);
     return ref;
 }
 
 // One call into an output filled with NaN, checked against the CPU
 // reference: a timing of wrong results is no timing.
 void check_one_call(Context& ctx, const Plan& plan, const Logits& logits, const Buffer& out,
-                    const std::function<void(VkCommandBuffer)>& call, Row& row) {
+                    const std::function<void(VkCommandBuffer)>& call, const AttentionData& attention, Row& row) {
     const Problem& p = plan.problem;
     call_on_poisoned_output(ctx, out, plan.tensor_bytes, p.dtype, call);
     std::vector<uint8_t> host(plan.tensor_bytes);
     download(ctx, out, host.data(), host.size());
-    const Accuracy acc = against_reference(p, host.data(), reference(p, logits));
+    const Accuracy acc = against_reference(p, host.data(), reference(p, logits, attention));
     row.max_rel_error = acc.max_rel;
     row.verified = acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0);
 }
@@ -294,7 +333,10 @@ void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const O
 Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffers) {
     Row row;
     row.c = c;
-    const Plan plan = make_plan(ctx, problem_of(c), o.plan);
+    row.attention = o.attention;
+    const Plan plan = make_plan(ctx, problem_of(c, o), o.plan);
+    const AttentionMask mask(ctx, plan);
+    const AttentionBuffers attention = mask.buffers(plan);
     describe(plan, row);
     const Logits logits = fresh_logits(c, plan.tensor_bytes, o.sigma);
     std::unique_ptr<Buffers> own;
@@ -304,20 +346,21 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
     const BufferRange workspace = plan.workspace_bytes
                                       ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
                                       : BufferRange{};
-    auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace); };
+    auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace, attention); };
     // The cases before left partials, flags and counts in the shared
     // workspace; a single-pass plan's first call needs it zero.
     if (plan.workspace_zeroed) fill(ctx, *buffers->workspace, 0);
-    check_one_call(ctx, plan, logits, *buffers->out, call, row);
+    check_one_call(ctx, plan, logits, *buffers->out, call, mask.data(), row);
     row.t = time_calls(ctx, o, row.bytes, call);
     if (plan.passes == 2) {
         // Pass 1 alone, to tell the passes' shares apart.
         Plan first = plan;
         first.passes = 1;
-        row.pass1_us = time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) { record(ctx, first, cb, in, out, workspace); })
-                           .median_us;
+        row.pass1_us =
+            time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) { record(ctx, first, cb, in, out, workspace, attention); })
+                .median_us;
     }
-    if (o.batch) measure_batch(ctx, plan, logits, o, row);
+    if (o.batch && o.attention.empty()) measure_batch(ctx, plan, logits, o, row);
     return row;
 }
 

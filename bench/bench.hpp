@@ -55,6 +55,13 @@ struct Options {
     // as one record_batch() per call, and as that many record() calls with
     // a barrier after each, the way a host without batches records them.
     uint32_t batch = 0;
+    // Attention options on every case, seen as (batch, heads, cols, cols)
+    // (self-attention: rows = batch x heads x cols), scaled by 1/sqrt(128):
+    // "mask": an fp16 (cols, cols) mask broadcast over batch and heads,
+    // uniform in [-4, 0] with -inf past the diagonal; "causal": the causal
+    // mask from indices, no buffer; empty: none.
+    std::string attention;
+    uint64_t heads = 32;
 };
 
 // Device buffers every case of a run uses (each case takes the front of
@@ -76,6 +83,7 @@ struct Timing {
 
 struct Row {
     Case c;
+    std::string attention;  // Options::attention
     std::string path;
     uint32_t passes = 0;
     uint64_t bytes = 0;  // 2 * N * sizeof(dtype)

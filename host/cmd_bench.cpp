@@ -26,6 +26,8 @@ struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false;
     uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0;
+    std::string attention;
+    uint64_t heads = 32;
     double warmup_ms = 1000;
     float sigma = 4.f;
 };
@@ -117,6 +119,8 @@ bench::Options bench_options(const BenchArgs& a) {
     o.plan.workgroup_size = a.wg;
     o.plan.slots = a.slots;
     o.batch = a.batch;
+    o.attention = a.attention;
+    o.heads = a.heads;
     o.plan.chunk_elements = a.chunk;
     if (a.path == "subgroup-row") o.plan.path = Path::subgroup_row;
     else if (a.path == "workgroup-row") o.plan.path = Path::workgroup_row;
@@ -233,6 +237,7 @@ nlohmann::json row_json(const bench::Row& r, const Measured& m) {
             {"dtype", dtype_name(r.c.dtype)},
             {"log", r.c.log},
             {"path", r.path},
+            {"attention", r.attention},
             {"passes", r.passes},
             {"workgroup_size", r.workgroup_size},
             {"slots", r.slots},
@@ -324,6 +329,10 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--slots", a->slots, "Tuning: force the vec4 slots per invocation (rows per subgroup for rows held one per slot)");
     sub->add_option("--batch", a->batch,
                     "Also time N copies of each case: as one batch (vksm_record_batch), and as N records with a barrier each");
+    sub->add_option("--attention", a->attention,
+                    "Attention options on every case, seen as (batch, heads, cols, cols), scale 1/sqrt(128): mask (an fp16 "
+                    "(cols, cols) mask, -inf past the diagonal) or causal (from indices, no buffer)");
+    sub->add_option("--heads", a->heads, "Heads of --attention (default 32)");
     sub->add_option("--chunk", a->chunk, "Tuning: split and single-pass paths' elements per chunk (rounded up to a tile)");
     sub->add_flag("--fresh-buffers", a->fresh_buffers,
                   "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");

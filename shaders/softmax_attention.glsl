@@ -13,6 +13,10 @@
 // binding holds a stand-in buffer that is never read.
 
 layout(std430, binding = 3) readonly buffer MaskWords { uint mask_word[]; };
+// The same binding four elements at a time: fp32 as vec4, fp16 as uvec2.
+layout(std430, binding = 3) readonly buffer MaskF32x4 { vec4 mask_f32x4[]; };
+layout(std430, binding = 3) readonly buffer MaskF16x4 { uvec2 mask_f16x4[]; };
+layout(std430, binding = 3) readonly buffer MaskF16x8 { uvec4 mask_f16x8[]; };
 layout(std430, binding = 4) readonly buffer Sinks { float sink[]; };
 layout(std430, binding = 5) writeonly buffer LogSumExp { float lse[]; };
 
@@ -32,6 +36,13 @@ float mask_value(uint e) {
     if (MASK == MASK_F32) return uintBitsToFloat(mask_word[e]);
     uint w = mask_word[e >> 1];
     return unpackHalf2x16((e & 1u) != 0u ? w >> 16 : w).x;
+}
+
+// Elements e .. e + 3 of the mask, e a multiple of 4.
+vec4 mask_value4(uint e) {
+    if (MASK == MASK_F32) return mask_f32x4[e >> 2];
+    uvec2 w = mask_f16x4[e >> 2];
+    return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
 }
 
 uint row_head(uint r) { return (r / pc.query_rows) % pc.heads; }
@@ -59,15 +70,34 @@ RowAttention row_attention(uint r) {
 
 // z of the element at column `col` of the row (an element of the row:
 // callers never pass the -inf that stands for a missing one, whose mask
-// element may not exist).
+// element may not exist). A hidden column reads no mask.
 float attend(RowAttention a, uint col, float x) {
+    if (CAUSAL && col >= a.visible) return vksm_neg_inf();
     float z = x * pc.scale;
-    if (MASK != MASK_NONE) z += a.slope * mask_value(a.mask_base + col);
-    return CAUSAL && col >= a.visible ? vksm_neg_inf() : z;
+    return MASK != MASK_NONE ? z + a.slope * mask_value(a.mask_base + col) : z;
 }
+// The same for columns col .. col + 3. Rows of whole vectors (VEC 4 or 8,
+// not ODD_ROWS) have rows a multiple of 4 long and col a multiple of 4, so
+// their mask elements come as one vector access: read element by element,
+// the fp16 mask cost 2x the time of the softmax itself (H200, (8,32,512,512)).
 vec4 attend4(RowAttention a, uint col, vec4 v) {
+    if (MASK != MASK_NONE && VEC >= 4u && !ODD_ROWS && (!CAUSAL || col + 3u < a.visible))
+        return v * pc.scale + a.slope * mask_value4(a.mask_base + col);
     for (uint c = 0u; c < 4u; ++c) v[c] = attend(a, col + c, v[c]);
     return v;
+}
+
+// Columns col .. col + 7 (col a multiple of 8: VEC 8 rows) into lo and hi:
+// an fp16 mask in one 16-byte access, as wide as the row's own.
+void attend8(RowAttention a, uint col, inout vec4 lo, inout vec4 hi) {
+    if (MASK == MASK_F16 && !ODD_ROWS && (!CAUSAL || col + 7u < a.visible)) {
+        uvec4 w = mask_f16x8[(a.mask_base + col) >> 3];
+        lo = lo * pc.scale + a.slope * vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+        hi = hi * pc.scale + a.slope * vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+        return;
+    }
+    lo = attend4(a, col, lo);
+    hi = attend4(a, col + 4u, hi);
 }
 
 // The sink of row r's head as a statistic: a finite sink is one element of

@@ -19,6 +19,10 @@ vec4 slots[SLOTS];
 struct Span { uint base; uint stride; uint first; uint end; RowAttention attn; };
 #define ATTEND(row, col, x) attend(row.attn, col, x)
 #define ATTEND4(row, col, v) attend4(row.attn, col, v)
+// Where a span's loads end: a causal row's columns past q + offset are
+// -inf whatever they hold, so they are not read (their outputs are still
+// written).
+#define LOAD_END(row) (CAUSAL ? min(row.end, row.first + row.attn.visible) : row.end)
 // A row's sink and log-sum-exp, where its statistic is complete.
 #define SINK_INTO_MAX(r, m, f) sink_into_max(r, m, f)
 #define ADD_SINK(r, m, d) d += sink_term(r, m)
@@ -28,6 +32,7 @@ struct Span { uint base; uint stride; uint first; uint end; RowAttention attn; }
 struct Span { uint base; uint stride; uint first; uint end; };
 #define ATTEND(row, col, x) (x)
 #define ATTEND4(row, col, v) (v)
+#define LOAD_END(row) row.end
 #define SINK_INTO_MAX(r, m, f)
 #define ADD_SINK(r, m, d)
 #define STORE_LSE(r, s, writer)
@@ -41,7 +46,7 @@ struct Span { uint base; uint stride; uint first; uint end; };
 vec4 load_part(Span row, uint i) {
     vec4 o;
     for (uint c = 0u; c < 4u; ++c)
-        o[c] = i + c >= row.first && i + c < row.end ? ATTEND(row, i + c - row.first, float(x_s[row.base + i + c]))
+        o[c] = i + c >= row.first && i + c < LOAD_END(row) ? ATTEND(row, i + c - row.first, float(x_s[row.base + i + c]))
                                                      : vksm_neg_inf();
     return o;
 }
@@ -63,12 +68,12 @@ vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane) {
     if (VEC == 4u) {
         uint i = tile_begin + 4u * (j * lanes + lane);
         if (!whole_vector(row, i)) return load_part(row, i);
-        return i < row.end ? ATTEND4(row, i - row.first, load4((row.base + i) >> 2)) : vec4(vksm_neg_inf());
+        return i < LOAD_END(row) ? ATTEND4(row, i - row.first, load4((row.base + i) >> 2)) : vec4(vksm_neg_inf());
     }
     vec4 o;
     for (uint c = 0u; c < 4u; ++c) {
         uint i = tile_begin + (j * 4u + c) * lanes + lane;
-        o[c] = i < row.end ? ATTEND(row, i, float(x_s[row.base + i * row.stride])) : vksm_neg_inf();
+        o[c] = i < LOAD_END(row) ? ATTEND(row, i, float(x_s[row.base + i * row.stride])) : vksm_neg_inf();
     }
     return o;
 }
@@ -85,11 +90,10 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane) {
             if (!whole_vector(row, i)) {
                 a = load_part(row, i);
                 b = load_part(row, i + 4u);
-            } else if (i < row.end) {
+            } else if (i < LOAD_END(row)) {
                 load8((row.base + i) >> 3, a, b);
 #ifdef ATTENTION
-                a = attend4(row.attn, i - row.first, a);
-                b = attend4(row.attn, i + 4u - row.first, b);
+                attend8(row.attn, i - row.first, a, b);
 #endif
             }
             slots[j] = a;

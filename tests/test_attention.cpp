@@ -124,12 +124,13 @@ std::string describe_options(const Problem& p) {
 }
 
 // Each option alone and all together, softmax and log-softmax, fp32 and
-// fp16, on every path: (batch 2, heads 4, query rows 3) of rows of 150
-// (not a multiple of 4: head and tail element by element where rows take
-// vector windows), mask (1, 2, 3, 150) broadcast over batch and, by
-// modulo, over heads.
+// fp16, on every path: (batch 2, heads 4, query rows 3) of rows of 150 for
+// softmax (not a multiple of 4: head and tail element by element where
+// rows take vector windows, the mask element by element) and 256 for
+// log-softmax (whole vectors: the mask read four at a time), mask (1, 2,
+// 3, n) broadcast over batch and, by modulo, over heads.
 TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
-    const uint64_t batch = 2, heads = 4, query_rows = 3, n = 150;
+    const uint64_t batch = 2, heads = 4, query_rows = 3;
     // Sinks near the rows' maxima (logits are normal(0, 4)), so that they
     // weigh in the normaliser.
     const std::vector<float> sinks = {8.0f, 12.0f, -kInf, 10.0f};
@@ -137,12 +138,13 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
     for (Dtype dtype : {Dtype::f32, Dtype::f16})
         for (bool log : {false, true})
             for (int option = 0; option < 6; ++option) {
+                const uint64_t n = log ? 256 : 150;
                 Problem p = attention_problem(batch, heads, query_rows, n, dtype);
                 p.log = log;
                 Attention& a = p.attention;
                 switch (option) {
                     case 0: a.mask = true; a.mask_dtype = Dtype::f32; break;
-                    case 1: a.causal = true; a.causal_offset = 140; break;
+                    case 1: a.causal = true; a.causal_offset = static_cast<int64_t>(n) - 10; break;
                     case 2: a.mask = true; a.mask_dtype = Dtype::f16; a.alibi_max_bias = 8.0; break;
                     case 3: a.sinks = true; break;
                     case 4: a.lse = true; p.scale = 1.0 / std::sqrt(128.0); break;
