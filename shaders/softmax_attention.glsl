@@ -45,7 +45,9 @@ vec4 mask_value4(uint e) {
     return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
 }
 
-uint row_head(uint r) { return (r / pc.query_rows) % pc.heads; }
+// Rows are numbered within the dispatch's range of the tensor; r + first_row
+// in the whole tensor (the mask, sinks and log-sum-exp are bound whole).
+uint row_head(uint r) { return ((r + pc.first_row) / pc.query_rows) % pc.heads; }
 
 // ALiBi's slope of head h, as ggml defines it: m0^(h + 1) for the first
 // 2^floor(log2(heads)) heads, m1^(2 (h - that) + 1) after, with m0 =
@@ -59,8 +61,8 @@ float alibi_slope(uint h) {
 // Row r's share of the options: its mask row's first element, the first
 // column the causal mask hides, the slope of its head.
 RowAttention row_attention(uint r) {
-    uint q = r % pc.query_rows;
-    uint hb = r / pc.query_rows;
+    uint q = (r + pc.first_row) % pc.query_rows;
+    uint hb = (r + pc.first_row) / pc.query_rows;
     uint h = hb % pc.heads, b = hb / pc.heads;
     uint mask_row = ((b % pc.mask_batch) * pc.mask_heads + h % pc.mask_heads) * pc.mask_rows + q % pc.mask_rows;
     // Columns past q + offset are hidden (an offset below -q hides all).
@@ -118,7 +120,7 @@ VksmStat with_sink(uint r, VksmStat s) { return SINKS ? vksm_stat_merge(s, sink_
 void store_lse(uint r, VksmStat s) {
     if (!LSE) return;
     bool bad = (s.f & VKSM_F_POISON) != 0u || (s.f & VKSM_F_FINITE) == 0u;
-    lse[r] = bad ? vksm_nan() : s.m + log(s.d);
+    lse[r + pc.first_row] = bad ? vksm_nan() : s.m + log(s.d);
 }
 
 // The sink in a row's max and flags, before the row's exps are taken

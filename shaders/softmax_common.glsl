@@ -154,6 +154,7 @@ layout(push_constant) uniform Params {
     float alibi_e0;     // log2 of ALiBi's m0 and m1; 0: no ALiBi
     float alibi_e1;
     uint alibi_heads_log2;  // 2^floor(log2(heads))
+    uint first_row;         // this dispatch's first row in the whole tensor (a range of it)
 #endif
 } pc;
 

@@ -152,6 +152,14 @@ protected:
         EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
     }
 
+    // The default device's maxStorageBufferRange, as `devices --json` reports it.
+    unsigned long long max_storage_buffer_range() const {
+        const Result j = cli("devices --json");
+        const size_t at = j.out.find("\"max_storage_buffer_range\": ");
+        EXPECT_NE(at, std::string::npos) << j.out;
+        return at == std::string::npos ? 0 : std::stoull(j.out.substr(at + 28));
+    }
+
     std::string dir_;
 };
 
@@ -533,18 +541,29 @@ TEST_F(Cli, MessagesEscapeWhatTheyQuote) {
     }
 }
 
-// A tensor larger than the device's maxStorageBufferRange: a clear error
-// (exit 4) that points at the CPU backend, never a wrong answer.
+// A row larger than the device's maxStorageBufferRange: a clear error (a
+// row is never cut; tensors of many rows are, below).
 TEST_F(Cli, TensorTooLargeForTheDevice) {
-    Result j = cli("devices --json");
-    const size_t at = j.out.find("\"max_storage_buffer_range\": ");
-    ASSERT_NE(at, std::string::npos);
-    const unsigned long long range = std::stoull(j.out.substr(at + 28));
+    const unsigned long long range = max_storage_buffer_range();
     if (range > (1ull << 28)) GTEST_SKIP() << "maxStorageBufferRange " << range << " is too large to exceed cheaply";
     const uint64_t n = range / 4 + 4;
     std::string data(n * 4, '\0');
     spit(path("big.npy"), npy("<f4", "(" + std::to_string(n) + ",)", data));
     expect_failure("run -i " + path("big.npy"), 4, "maxStorageBufferRange");
+}
+
+// A tensor of many rows past the device's maxStorageBufferRange runs in
+// ranges and matches the reference.
+TEST_F(Cli, TensorPastOneBindingRunsInRanges) {
+    const unsigned long long range = max_storage_buffer_range();
+    if (range > (1ull << 28)) GTEST_SKIP() << "maxStorageBufferRange " << range << " is too large to exceed cheaply";
+    const uint64_t cols = 4096, rows = range / (4 * cols) + 64;
+    std::vector<float> x(rows * cols);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) / 125.0f;
+    spit(path("big.npy"), npy("<f4", "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")", bytes_of(x)));
+    Result r = cli("run -i " + path("big.npy") + " -o " + path("out.npy") + " --check");
+    EXPECT_EQ(r.code, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("; ok"), std::string::npos) << r.out;
 }
 
 }  // namespace

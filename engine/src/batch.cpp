@@ -71,8 +71,14 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
                                                     items[i].attention)});
     }
     check_no_aliasing(bound);
-    std::vector<VkDescriptorSet> sets;
-    for (const Bound& p : bound) sets.push_back(descriptor_set_for(ctx, *items[p.item].plan, p.bindings));
+    // Each problem's ranges (Plan::ranges), with their descriptor sets.
+    std::vector<std::vector<RangeCall>> calls;
+    std::vector<std::vector<VkDescriptorSet>> sets;
+    for (const Bound& p : bound) {
+        calls.push_back(range_calls(*items[p.item].plan, p.bindings));
+        sets.emplace_back();
+        for (const RangeCall& c : calls.back()) sets.back().push_back(descriptor_set_for(ctx, *items[p.item].plan, c.bindings));
+    }
 
     const DeviceFunctions& vk = ctx.vk();
     ctx.begin_label(cb, "vksoftmax batch of " + std::to_string(count));
@@ -80,7 +86,8 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
     std::vector<VkBufferMemoryBarrier> partials;
     for (size_t k = 0; k < bound.size(); ++k) {
         const Plan& plan = *items[bound[k].item].plan;
-        plan.pipeline[0]->dispatch(vk, cb, bound[k].bindings, sets[k], plan.push, plan.groups);
+        for (size_t r = 0; r < calls[k].size(); ++r)
+            plan.pipeline[0]->dispatch(vk, cb, calls[k][r].bindings, sets[k][r], calls[k][r].push, plan.groups);
         if (plan.passes > 1) partials.push_back(partials_barrier(plan, items[bound[k].item].workspace));
     }
     if (!partials.empty()) {
@@ -88,7 +95,9 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
                                 nullptr, static_cast<uint32_t>(partials.size()), partials.data(), 0, nullptr);
         for (size_t k = 0; k < bound.size(); ++k) {
             const Plan& plan = *items[bound[k].item].plan;
-            if (plan.passes > 1) plan.pipeline[1]->dispatch(vk, cb, bound[k].bindings, sets[k], plan.push, plan.groups);
+            if (plan.passes < 2) continue;
+            for (size_t r = 0; r < calls[k].size(); ++r)
+                plan.pipeline[1]->dispatch(vk, cb, calls[k][r].bindings, sets[k][r], calls[k][r].push, plan.groups);
         }
     }
     write_timestamp(vk, cb, timestamps, 1);

@@ -32,6 +32,41 @@ float inverse_temperature(const Problem& problem) {
     return inv_t;
 }
 
+// Byte alignment of a range's offset: the device's storage-buffer offset
+// alignment, and at least 16, so that a range's rows start on the same
+// vector boundaries as in the whole tensor.
+uint64_t range_alignment(const DeviceInfo& d) { return std::max<uint64_t>(16, d.min_storage_buffer_offset_alignment); }
+
+uint64_t gcd(uint64_t a, uint64_t b) {
+    while (b) {
+        const uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+// Outer slices per range: as many as one binding holds (its bytes and
+// 2^32 - 1 elements), in a multiple that keeps every range's offset
+// aligned. Error(unsupported) where one outer slice alone does not fit.
+uint64_t range_outer(const DeviceInfo& d, const Problem& problem, const PlanOptions& options) {
+    const Shape& s = problem.shape;
+    const uint64_t slice_elements = s.axis * s.inner, slice_bytes = slice_elements * dtype_size(problem.dtype);
+    const uint64_t max_bytes = options.max_range_bytes ? std::min(options.max_range_bytes, d.max_storage_buffer_range)
+                                                       : d.max_storage_buffer_range;
+    const uint64_t fit = std::min(max_bytes / slice_bytes, std::numeric_limits<uint32_t>::max() / slice_elements);
+    if (fit >= s.outer) return s.outer;
+    const uint64_t align = range_alignment(d), step = align / gcd(slice_bytes, align);
+    const uint64_t outer = fit / step * step;
+    if (outer == 0)
+        throw Error(ErrorKind::unsupported,
+                    "a slice of " + std::to_string(slice_bytes) + " bytes (axis x inner of " + to_string(s) +
+                        ") does not fit one storage-buffer binding (maxStorageBufferRange or the range asked for: " +
+                        std::to_string(max_bytes) + " bytes) of " + d.name +
+                        " in ranges aligned to " + std::to_string(align) + " bytes");
+    return outer;
+}
+
 // Error(unsupported) for a tensor the device or the shaders' 32-bit
 // indexing cannot hold.
 void check_fits(const DeviceInfo& d, uint64_t n, uint64_t bytes) {
@@ -408,24 +443,36 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         throw Error(ErrorKind::invalid_argument, "shape " + to_string(shape) + " has more than 2^64 elements");
     plan.tensor_bytes = elements * dtype_size(problem.dtype);
     if (elements == 0) return plan;
-    check_fits(d, elements, plan.tensor_bytes);
+    if (rows > std::numeric_limits<uint32_t>::max())
+        throw Error(ErrorKind::unsupported, "tensor of " + std::to_string(rows) + " rows: at most 2^32-1 are supported");
+
+    // Tensors past one binding: ranges of outer slices, each planned as a
+    // problem of its own (the largest range; the last may be shorter).
+    plan.range_outer = range_outer(d, problem, options);
+    plan.ranges = static_cast<uint32_t>(div_up(shape.outer, plan.range_outer));
+    Problem range = problem;
+    range.shape.outer = plan.range_outer;
+    const uint64_t range_rows = range.shape.rows();
 
     const Limits l = device_limits(d, options);
-    const Path path = choose_path(d, problem, options, l);
-    const bool slot_rows = holds_rows_per_slot(problem, path, l);
-    Geometry g = path == Path::subgroup_row    ? plan_subgroup_rows(d, problem, l, slot_rows)
-                 : path == Path::workgroup_row ? plan_workgroup_row(problem, l)
-                 : path == Path::single_pass   ? plan_single_pass(problem, options, l)
-                                               : plan_split(problem, options, l);
-    apply_overrides(g, problem, options, l, path, slot_rows);
+    const Path path = choose_path(d, range, options, l);
+    const bool slot_rows = holds_rows_per_slot(range, path, l);
+    Geometry g = path == Path::subgroup_row    ? plan_subgroup_rows(d, range, l, slot_rows)
+                 : path == Path::workgroup_row ? plan_workgroup_row(range, l)
+                 : path == Path::single_pass   ? plan_single_pass(range, options, l)
+                                               : plan_split(range, options, l);
+    apply_overrides(g, range, options, l, path, slot_rows);
 
     plan.path = path;
     plan.passes = path == Path::split ? 2 : 1;
     plan.rows_per_workgroup = g.rows_per_workgroup;
-    plan.workspace_bytes = g.workspace_bytes;  // the chunked paths' partials; 0 otherwise
+    // The chunked paths' partials, a slice per range; 0 otherwise.
+    plan.range_workspace_bytes =
+        plan.ranges > 1 ? div_up(g.workspace_bytes, range_alignment(d)) * range_alignment(d) : g.workspace_bytes;
+    plan.workspace_bytes = plan.range_workspace_bytes * plan.ranges;
     plan.workspace_zeroed = path == Path::single_pass;
     plan.groups = static_cast<uint32_t>(std::min<uint64_t>(g.items, d.max_workgroup_count[0]));
-    plan.push = PushConstants{static_cast<uint32_t>(rows), static_cast<uint32_t>(shape.axis),
+    plan.push = PushConstants{static_cast<uint32_t>(range_rows), static_cast<uint32_t>(shape.axis),
                               static_cast<uint32_t>(shape.inner), g.chunks, g.chunk, inv_t, {}};
 
     PipelineKey key;
@@ -519,6 +566,33 @@ Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRang
     return b;
 }
 
+std::vector<RangeCall> range_calls(const Plan& plan, const Bindings& whole) {
+    if (plan.ranges <= 1) return {RangeCall{whole, plan.push}};
+    const Shape& s = plan.problem.shape;
+    const uint64_t slice_bytes = s.axis * s.inner * dtype_size(plan.problem.dtype);
+    std::vector<RangeCall> calls;
+    for (uint32_t k = 0; k < plan.ranges; ++k) {
+        const uint64_t outer0 = k * plan.range_outer, outers = std::min(plan.range_outer, s.outer - outer0);
+        RangeCall c{whole, plan.push};
+        const VkDescriptorBufferInfo input{whole.info[0].buffer, whole.info[0].offset + outer0 * slice_bytes,
+                                           outers * slice_bytes};
+        // Bindings the input stands in for (never read) take the range's input window.
+        for (uint32_t i = 2; i < c.bindings.count; ++i)
+            if (whole.info[i].buffer == whole.info[0].buffer && whole.info[i].offset == whole.info[0].offset &&
+                whole.info[i].range == whole.info[0].range)
+                c.bindings.info[i] = input;
+        c.bindings.info[0] = input;
+        c.bindings.info[1] = {whole.info[1].buffer, whole.info[1].offset + outer0 * slice_bytes, outers * slice_bytes};
+        if (plan.workspace_bytes)
+            c.bindings.info[2] = {whole.info[2].buffer, whole.info[2].offset + k * plan.range_workspace_bytes,
+                                  plan.range_workspace_bytes};
+        c.push.rows = static_cast<uint32_t>(outers * s.inner);
+        c.push.attention.first_row = static_cast<uint32_t>(outer0 * s.inner);
+        calls.push_back(c);
+    }
+    return calls;
+}
+
 VkDescriptorSet descriptor_set_for(const Context& ctx, const Plan& plan, const Bindings& bindings) {
     if (ctx.push_descriptors()) return VK_NULL_HANDLE;
     return ctx.descriptor_set(plan.pipeline[0]->set_layout(), bindings, plan.label);
@@ -549,8 +623,9 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
             const BufferRange& workspace, const AttentionBuffers& attention, const Timestamps& timestamps) {
     if (plan.passes == 0) return;
     const DeviceFunctions& vk = ctx.vk();
-    const Bindings bindings = checked_bindings(ctx, plan, in, out, workspace, attention);
-    const VkDescriptorSet set = descriptor_set_for(ctx, plan, bindings);
+    const std::vector<RangeCall> calls = range_calls(plan, checked_bindings(ctx, plan, in, out, workspace, attention));
+    std::vector<VkDescriptorSet> sets;
+    for (const RangeCall& c : calls) sets.push_back(descriptor_set_for(ctx, plan, c.bindings));
     ctx.begin_label(cb, plan.label);
     write_timestamp(vk, cb, timestamps, 0);
     for (uint32_t p = 0; p < plan.passes; ++p) {
@@ -560,7 +635,8 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
             vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
                                     0, nullptr, 1, &b, 0, nullptr);
         }
-        plan.pipeline[p]->dispatch(vk, cb, bindings, set, plan.push, plan.groups);
+        for (size_t k = 0; k < calls.size(); ++k)
+            plan.pipeline[p]->dispatch(vk, cb, calls[k].bindings, sets[k], calls[k].push, plan.groups);
         write_timestamp(vk, cb, timestamps, p + 1);
     }
     ctx.end_label(cb);

@@ -6,6 +6,8 @@
 #include "vksoftmax/functions.hpp"
 #include "vksoftmax/plan.hpp"
 
+#include <vector>
+
 namespace vksoftmax {
 
 // Input, output, workspace, and for attention plans mask, sinks and
@@ -16,6 +18,15 @@ using Bindings = DescriptorBuffers;
 // range smaller than the plan needs or a misaligned offset.
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
                           const BufferRange& workspace, const AttentionBuffers& attention);
+
+// One range of a plan's dispatches (Plan::ranges): the windows of its rows
+// in the input, output and workspace (the attention buffers whole), and
+// its push constants.
+struct RangeCall {
+    Bindings bindings;
+    PushConstants push;
+};
+std::vector<RangeCall> range_calls(const Plan& plan, const Bindings& whole);
 
 // The descriptor set that holds the bindings, from the host's pool, where
 // the context has no push descriptors; VK_NULL_HANDLE where it has them.

@@ -71,6 +71,7 @@ struct AttentionConstants {
     int32_t causal_offset;
     float scale, alibi_e0, alibi_e1;
     uint32_t alibi_heads_log2;
+    uint32_t first_row;  // the range's first row in the whole tensor (Plan::ranges)
 };
 
 // Push constants of softmax.comp, in its declaration order; the plain

@@ -55,6 +55,8 @@ struct PlanOptions {
     // partials still missing itself; 0: the plan's (tests set 1 to take
     // that path on every device).
     uint32_t single_pass_patience = 0;
+    // Tests: bytes one range of a tensor may bind; 0: maxStorageBufferRange.
+    uint64_t max_range_bytes = 0;
     uint32_t workgroup_size = 0;     // override (a power of two); 0: the plan's choice
     uint32_t slots = 0;              // override of vec4 slots per invocation (rows_per_slot: rows
                                      // per subgroup, one per slot); 0: the plan's choice
@@ -78,6 +80,14 @@ struct Plan {
     // plan uses it).
     bool workspace_zeroed = false;
     uint32_t rows_per_workgroup = 1;
+    // A tensor larger than one storage-buffer binding (maxStorageBufferRange)
+    // or 32-bit indexing is cut into ranges of `range_outer` outer slices
+    // each (the last may hold fewer), bound at their own offsets and
+    // dispatched one after another; rows are independent. `ranges` is 1
+    // where the tensor fits; push and groups are a whole range's.
+    uint32_t ranges = 1;
+    uint64_t range_outer = 0;
+    uint64_t range_workspace_bytes = 0;  // each range's slice of the workspace (aligned)
     // The attention options' buffers (Problem::attention): bytes each must
     // hold; 0 where the option is off.
     uint64_t mask_bytes = 0, sinks_bytes = 0, lse_bytes = 0;

@@ -87,7 +87,9 @@ typedef struct vksm_context_desc {
     /* Where push_descriptor is 0 (a device without VK_KHR_push_descriptor, or
      * a host that did not enable it): a descriptor pool of the host's.
      * Each vksm_record() allocates one descriptor set of 3 storage-buffer
-     * descriptors (6 for a problem with attention options) from it (vksm_record_batch() one per problem), which the
+     * descriptors (6 for a problem with attention options) from it, one
+     * per range for a tensor larger than one binding (README, "Tensors
+     * larger than one binding") (vksm_record_batch() one per problem), which the
      * command buffer then uses: reset the pool (or destroy it) only once
      * that work is complete, and keep it free for one set per record until
      * then (an allocation the driver refuses, such as
