@@ -11,6 +11,8 @@
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-} VKSOFTMAX_CLI=$PWD/build/bin/vksoftmax
 export VKSOFTMAX_FULL_SWEEPS=1
+# The tests that need tens of GB of host memory (a tensor past 4 GiB).
+export VKSOFTMAX_LARGE_TESTS=1
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
 build/bin/vksoftmax devices | tee "$out/devices.txt"
