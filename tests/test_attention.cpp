@@ -128,7 +128,8 @@ std::string describe_options(const Problem& p) {
 // softmax (not a multiple of 4: head and tail element by element where
 // rows take vector windows, the mask element by element) and 256 for
 // log-softmax (whole vectors: the mask read four at a time), mask (1, 2,
-// 3, n) broadcast over batch and, by modulo, over heads.
+// 3, n) broadcast over batch and, by modulo, over heads (and once (2, 2,
+// 3, n), a mask per batch).
 TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
     const uint64_t batch = 2, heads = 4, query_rows = 3;
     // Sinks near the rows' maxima (logits are normal(0, 4)), so that they
@@ -152,10 +153,12 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
                         a.mask = true; a.mask_dtype = dtype; a.causal = true; a.causal_offset = 100;
                         a.alibi_max_bias = 4.0; a.sinks = true; a.lse = true; p.scale = 0.5;
                 }
-                a.mask_batch = 1;
+                // The fp32 mask alone is (2, 2, 3, n), one per batch; the others (1, 2, 3, n).
+                a.mask_batch = option == 0 ? 2 : 1;
                 a.mask_heads = 2;
                 const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
-                const std::vector<float> mask = a.mask ? random_mask(2 * query_rows, n, fresh_seed()) : std::vector<float>{};
+                const std::vector<float> mask =
+                    a.mask ? random_mask(a.mask_batch * 2 * query_rows, n, fresh_seed()) : std::vector<float>{};
                 const std::vector<Path> paths = paths_for(n);
                 // One path per case on a CPU device (another at each subgroup size).
                 for (uint32_t k = 0; k < paths.size(); ++k) {
