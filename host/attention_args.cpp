@@ -99,17 +99,13 @@ AttentionInputs read_attention(const AttentionArgs& args, const Tensor& t, int a
     }
     a.alibi_max_bias = args.alibi;
     if (!args.sinks.empty()) read_sinks(args.sinks, a.heads, in);
+    Problem p;
+    p.shape = memory_shape(t, -1);  // rows x n
     if (!args.lse.empty()) {
         a.lse = true;
         in.lse_dims.assign(t.dims.begin(), t.dims.end() - 1);
-        uint64_t rows = 1;
-        for (uint64_t v : in.lse_dims) rows *= v;
-        in.lse.assign(rows, 0.0f);
+        in.lse.assign(p.shape.rows(), 0.0f);
     }
-    Problem p;
-    p.shape = Shape{0, n, 1};
-    p.shape.outer = 1;
-    for (int i = 0; i + 1 < rank; ++i) p.shape.outer *= t.dims[i];
     p.attention = a;
     check_layout(args, p);
     return in;

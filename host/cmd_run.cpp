@@ -13,7 +13,6 @@
 #include "output_file.hpp"
 #include "tensor.hpp"
 #include "vksoftmax/accuracy.hpp"
-#include "vksoftmax/attention.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/cpu.hpp"
 #include "vksoftmax/error.hpp"
@@ -159,8 +158,7 @@ int run_command(const RunArgs& a) {
     const Tensor t = load_tensor(a.input);
     Problem p = problem_for(a, t);
     AttentionInputs attention = read_attention(a.attention, t, a.axis);
-    p.attention = attention.attention;
-    if (p.attention.any() || a.attention.heads) attention_layout(p);
+    p.attention = attention.attention;  // checked against the shape by read_attention()
     OutputFile out(a.output);  // fails now if the output cannot be written
     std::optional<OutputFile> lse_out;
     if (!a.attention.lse.empty()) lse_out.emplace(a.attention.lse);

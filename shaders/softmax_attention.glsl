@@ -29,7 +29,7 @@ layout(constant_id = 12) const bool SINKS = false;
 layout(constant_id = 13) const bool LSE = false;
 
 // A row's share of the options (row_attention()).
-struct RowAttention { uint row; uint mask_base; uint visible; float slope; };
+struct RowAttention { uint mask_base; uint visible; float slope; };
 
 // Element e of the mask, as fp32.
 float mask_value(uint e) {
@@ -67,7 +67,7 @@ RowAttention row_attention(uint r) {
     uint mask_row = ((b % pc.mask_batch) * pc.mask_heads + h % pc.mask_heads) * pc.mask_rows + q % pc.mask_rows;
     // Columns past q + offset are hidden (an offset below -q hides all).
     int visible = clamp(int(q) + pc.causal_offset + 1, 0, int(pc.axis));
-    return RowAttention(r, mask_row * pc.axis, CAUSAL ? uint(visible) : pc.axis, alibi_slope(h));
+    return RowAttention(mask_row * pc.axis, CAUSAL ? uint(visible) : pc.axis, alibi_slope(h));
 }
 
 // z of the element at column `col` of the row (an element of the row:
@@ -131,7 +131,11 @@ void sink_into_max(uint r, inout float m, inout uint f) {
     f |= k.f;
 }
 // ... and its term of the normaliser once the max is known.
-float sink_term(uint r, float m) { return SINKS ? sink_stat(r).d * vksm_scaled_exp(sink_stat(r).m - m) : 0.0; }
+float sink_term(uint r, float m) {
+    if (!SINKS) return 0.0;
+    VksmStat k = sink_stat(r);  // d = 0 where the sink is -inf
+    return k.d * vksm_scaled_exp(k.m - m);
+}
 
 // Row r's statistic as its outputs take it (with its sink), its
 // log-sum-exp stored by the `writer` invocation.

@@ -60,6 +60,12 @@ AttentionLayout attention_layout(const Problem& problem) {
     return l;
 }
 
+void check_attention_data(const Attention& a, const AttentionData& d) {
+    if (a.mask && !d.mask) refuse("the attention mask is on but AttentionData::mask is null");
+    if (a.sinks && !d.sinks) refuse("the attention sinks are on but AttentionData::sinks is null");
+    if (a.lse && !d.lse) refuse("the log-sum-exp is on but AttentionData::lse is null");
+}
+
 uint64_t alibi_heads_log2(uint64_t heads) {
     uint64_t n = 1;
     while (n * 2 <= heads) n *= 2;

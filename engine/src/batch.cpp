@@ -19,9 +19,10 @@ struct Touched {
     const char* what;
 };
 
-// A problem's checked bindings, with its index in the batch.
+// A problem's checked bindings, with its plan and its index in the batch.
 struct Bound {
     size_t item;
+    const Plan* plan;
     Bindings bindings;
 };
 
@@ -34,8 +35,7 @@ std::vector<Touched> touched_ranges(const std::vector<Bound>& bound) {
         for (uint32_t b = 0; b < p.bindings.count; ++b) {
             const VkDescriptorBufferInfo& info = p.bindings.info[b];
             // The input stands in for an unused binding: nothing touches it there.
-            if (b >= 2 && info.buffer == p.bindings.info[0].buffer && info.offset == p.bindings.info[0].offset)
-                continue;
+            if (!binding_bytes(*p.plan, b)) continue;
             ranges.push_back({info.buffer, info.offset, info.offset + info.range, kWritten[b], p.item, kWhat[b]});
         }
     return ranges;
@@ -67,37 +67,29 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
     for (size_t i = 0; i < count; ++i) {
         if (!items[i].plan) throw Error(ErrorKind::invalid_argument, "batch problem " + std::to_string(i) + " has no plan");
         if (items[i].plan->passes > 0)
-            bound.push_back({i, checked_bindings(ctx, *items[i].plan, items[i].in, items[i].out, items[i].workspace,
-                                                    items[i].attention)});
+            bound.push_back({i, items[i].plan,
+                             checked_bindings(ctx, *items[i].plan, items[i].in, items[i].out, items[i].workspace,
+                                              items[i].attention)});
     }
     check_no_aliasing(bound);
     // Each problem's ranges (Plan::ranges), with their descriptor sets.
     std::vector<std::vector<RangeCall>> calls;
-    std::vector<std::vector<VkDescriptorSet>> sets;
-    for (const Bound& p : bound) {
-        calls.push_back(range_calls(*items[p.item].plan, p.bindings));
-        sets.emplace_back();
-        for (const RangeCall& c : calls.back()) sets.back().push_back(descriptor_set_for(ctx, *items[p.item].plan, c.bindings));
-    }
+    for (const Bound& p : bound) calls.push_back(range_calls(ctx, *p.plan, p.bindings));
 
     const DeviceFunctions& vk = ctx.vk();
     ctx.begin_label(cb, "vksoftmax batch of " + std::to_string(count));
     write_timestamp(vk, cb, timestamps, 0);
     std::vector<VkBufferMemoryBarrier> partials;
     for (size_t k = 0; k < bound.size(); ++k) {
-        const Plan& plan = *items[bound[k].item].plan;
-        for (size_t r = 0; r < calls[k].size(); ++r)
-            plan.pipeline[0]->dispatch(vk, cb, calls[k][r].bindings, sets[k][r], calls[k][r].push, plan.groups);
+        const Plan& plan = *bound[k].plan;
+        dispatch_pass(vk, cb, plan, 0, calls[k]);
         if (plan.passes > 1) partials.push_back(partials_barrier(plan, items[bound[k].item].workspace));
     }
     if (!partials.empty()) {
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0,
                                 nullptr, static_cast<uint32_t>(partials.size()), partials.data(), 0, nullptr);
         for (size_t k = 0; k < bound.size(); ++k) {
-            const Plan& plan = *items[bound[k].item].plan;
-            if (plan.passes < 2) continue;
-            for (size_t r = 0; r < calls[k].size(); ++r)
-                plan.pipeline[1]->dispatch(vk, cb, calls[k][r].bindings, sets[k][r], calls[k][r].push, plan.groups);
+            if (bound[k].plan->passes > 1) dispatch_pass(vk, cb, *bound[k].plan, 1, calls[k]);
         }
     }
     write_timestamp(vk, cb, timestamps, 1);

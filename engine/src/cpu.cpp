@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "vksoftmax/attention.hpp"
-#include "vksoftmax/error.hpp"
 #include "vksoftmax/half.hpp"
 
 namespace vksoftmax::cpu {
@@ -58,8 +57,7 @@ void run(const Problem& p, const AttentionData& data, Load load, Store store) {
     const Shape& s = p.shape;
     const Attention& a = p.attention;
     const AttentionLayout layout = attention_layout(p);
-    if ((layout.mask_elements && !data.mask) || (layout.sinks && !data.sinks) || (layout.lse && !data.lse))
-        throw Error(ErrorKind::invalid_argument, "the attention options need their mask, sinks or lse buffer");
+    check_attention_data(a, data);
     std::vector<double> z(s.axis);
     for (uint64_t r = 0; r < s.rows(); ++r) {
         const uint64_t base = s.row_start(r);

@@ -517,27 +517,39 @@ Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options)
 
 namespace {
 
-// Error(invalid_argument) for an attention buffer the plan needs that is
-// missing or too small.
-void check_attention_buffer(const char* what, const BufferRange& r, uint64_t bytes) {
-    if (bytes == 0) return;
-    if (r.buffer == VK_NULL_HANDLE || r.range < bytes)
-        throw Error(ErrorKind::invalid_argument, std::string("the attention ") + what + " needs a buffer of " +
-                                                     std::to_string(bytes) + " bytes");
+// Error(invalid_argument) "<needs><bytes> bytes" where the plan binds
+// `bytes` of `r` (bytes > 0) and `r` is missing or smaller.
+void require_buffer(const std::string& needs, const BufferRange& r, uint64_t bytes) {
+    if (bytes > 0 && (r.buffer == VK_NULL_HANDLE || r.range < bytes))
+        throw Error(ErrorKind::invalid_argument, needs + std::to_string(bytes) + " bytes");
+}
+
+// The descriptor set that holds the bindings, from the host's pool, where
+// the context has no push descriptors; VK_NULL_HANDLE where it has them.
+// One per range, for both of a split plan's passes (their set layouts are
+// identically defined).
+VkDescriptorSet descriptor_set_for(const Context& ctx, const Plan& plan, const Bindings& bindings) {
+    if (ctx.push_descriptors()) return VK_NULL_HANDLE;
+    return ctx.descriptor_set(plan.pipeline[0]->set_layout(), bindings, plan.label);
 }
 
 }  // namespace
 
+uint64_t binding_bytes(const Plan& plan, uint32_t i) {
+    const uint64_t bytes[max_bindings] = {plan.tensor_bytes, plan.tensor_bytes, plan.workspace_bytes,
+                                          plan.mask_bytes,   plan.sinks_bytes,  plan.lse_bytes};
+    return bytes[i];
+}
+
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
                           const BufferRange& workspace, const AttentionBuffers& attention) {
-    if (plan.workspace_bytes > 0 && (workspace.buffer == VK_NULL_HANDLE || workspace.range < plan.workspace_bytes))
-        throw Error(ErrorKind::invalid_argument, "the split path needs a workspace of " +
-                                                     std::to_string(plan.workspace_bytes) + " bytes");
+    require_buffer("the split path needs a workspace of ", workspace, plan.workspace_bytes);
+    require_buffer("the attention mask needs a buffer of ", attention.mask, plan.mask_bytes);
+    require_buffer("the attention sinks needs a buffer of ", attention.sinks, plan.sinks_bytes);
+    require_buffer("the attention log-sum-exp needs a buffer of ", attention.lse, plan.lse_bytes);
     const uint64_t align = ctx.info().min_storage_buffer_offset_alignment;
-    check_attention_buffer("mask", attention.mask, plan.mask_bytes);
-    check_attention_buffer("sinks", attention.sinks, plan.sinks_bytes);
-    check_attention_buffer("log-sum-exp", attention.lse, plan.lse_bytes);
-    for (const BufferRange* r : {&in, &out, &workspace, &attention.mask, &attention.sinks, &attention.lse})
+    const BufferRange* given[max_bindings] = {&in, &out, &workspace, &attention.mask, &attention.sinks, &attention.lse};
+    for (const BufferRange* r : given)
         if (align && r->offset % align)
             throw Error(ErrorKind::invalid_argument, "buffer offset " + std::to_string(r->offset) +
                                                          " is not a multiple of minStorageBufferOffsetAlignment (" +
@@ -551,51 +563,46 @@ Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRang
     // An unused binding still needs a valid buffer: the input stands in
     // (the row paths never touch binding 2, nor a module binding 3-5 of an
     // option that is off).
-    const VkDescriptorBufferInfo input{in.buffer, in.offset, plan.tensor_bytes};
-    auto or_input = [&](const BufferRange& r, uint64_t bytes) {
-        return bytes ? VkDescriptorBufferInfo{r.buffer, r.offset, bytes} : input;
-    };
     Bindings b;
     b.count = binding_count(plan.key[0]);
-    b.info[0] = input;
-    b.info[1] = {out.buffer, out.offset, plan.tensor_bytes};
-    b.info[2] = or_input(workspace, plan.workspace_bytes);
-    b.info[3] = or_input(attention.mask, plan.mask_bytes);
-    b.info[4] = or_input(attention.sinks, plan.sinks_bytes);
-    b.info[5] = or_input(attention.lse, plan.lse_bytes);
+    for (uint32_t i = 0; i < max_bindings; ++i) {
+        const uint64_t bytes = binding_bytes(plan, i);
+        b.info[i] = bytes ? VkDescriptorBufferInfo{given[i]->buffer, given[i]->offset, bytes}
+                          : VkDescriptorBufferInfo{in.buffer, in.offset, plan.tensor_bytes};
+    }
     return b;
 }
 
-std::vector<RangeCall> range_calls(const Plan& plan, const Bindings& whole) {
-    if (plan.ranges <= 1) return {RangeCall{whole, plan.push}};
+std::vector<RangeCall> range_calls(const Context& ctx, const Plan& plan, const Bindings& whole) {
     const Shape& s = plan.problem.shape;
     const uint64_t slice_bytes = s.axis * s.inner * dtype_size(plan.problem.dtype);
     std::vector<RangeCall> calls;
     for (uint32_t k = 0; k < plan.ranges; ++k) {
-        const uint64_t outer0 = k * plan.range_outer, outers = std::min(plan.range_outer, s.outer - outer0);
         RangeCall c{whole, plan.push};
-        const VkDescriptorBufferInfo input{whole.info[0].buffer, whole.info[0].offset + outer0 * slice_bytes,
-                                           outers * slice_bytes};
-        // Bindings the input stands in for (never read) take the range's input window.
-        for (uint32_t i = 2; i < c.bindings.count; ++i)
-            if (whole.info[i].buffer == whole.info[0].buffer && whole.info[i].offset == whole.info[0].offset &&
-                whole.info[i].range == whole.info[0].range)
-                c.bindings.info[i] = input;
-        c.bindings.info[0] = input;
-        c.bindings.info[1] = {whole.info[1].buffer, whole.info[1].offset + outer0 * slice_bytes, outers * slice_bytes};
-        if (plan.workspace_bytes)
-            c.bindings.info[2] = {whole.info[2].buffer, whole.info[2].offset + k * plan.range_workspace_bytes,
-                                  plan.range_workspace_bytes};
-        c.push.rows = static_cast<uint32_t>(outers * s.inner);
-        c.push.attention.first_row = static_cast<uint32_t>(outer0 * s.inner);
+        if (plan.ranges > 1) {
+            const uint64_t outer0 = k * plan.range_outer, outers = std::min(plan.range_outer, s.outer - outer0);
+            const VkDescriptorBufferInfo input{whole.info[0].buffer, whole.info[0].offset + outer0 * slice_bytes,
+                                               outers * slice_bytes};
+            // Bindings the input stands in for (never read) take the range's input window.
+            for (uint32_t i = 2; i < c.bindings.count; ++i)
+                if (!binding_bytes(plan, i)) c.bindings.info[i] = input;
+            c.bindings.info[0] = input;
+            c.bindings.info[1] = {whole.info[1].buffer, whole.info[1].offset + outer0 * slice_bytes, outers * slice_bytes};
+            if (plan.workspace_bytes)
+                c.bindings.info[2] = {whole.info[2].buffer, whole.info[2].offset + k * plan.range_workspace_bytes,
+                                      plan.range_workspace_bytes};
+            c.push.rows = static_cast<uint32_t>(outers * s.inner);
+            c.push.attention.first_row = static_cast<uint32_t>(outer0 * s.inner);
+        }
+        c.set = descriptor_set_for(ctx, plan, c.bindings);
         calls.push_back(c);
     }
     return calls;
 }
 
-VkDescriptorSet descriptor_set_for(const Context& ctx, const Plan& plan, const Bindings& bindings) {
-    if (ctx.push_descriptors()) return VK_NULL_HANDLE;
-    return ctx.descriptor_set(plan.pipeline[0]->set_layout(), bindings, plan.label);
+void dispatch_pass(const DeviceFunctions& vk, VkCommandBuffer cb, const Plan& plan, uint32_t pass,
+                   const std::vector<RangeCall>& calls) {
+    for (const RangeCall& c : calls) plan.pipeline[pass]->dispatch(vk, cb, c.bindings, c.set, c.push, plan.groups);
 }
 
 void write_timestamp(const DeviceFunctions& vk, VkCommandBuffer cb, const Timestamps& timestamps, uint32_t index) {
@@ -623,9 +630,8 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
             const BufferRange& workspace, const AttentionBuffers& attention, const Timestamps& timestamps) {
     if (plan.passes == 0) return;
     const DeviceFunctions& vk = ctx.vk();
-    const std::vector<RangeCall> calls = range_calls(plan, checked_bindings(ctx, plan, in, out, workspace, attention));
-    std::vector<VkDescriptorSet> sets;
-    for (const RangeCall& c : calls) sets.push_back(descriptor_set_for(ctx, plan, c.bindings));
+    const std::vector<RangeCall> calls =
+        range_calls(ctx, plan, checked_bindings(ctx, plan, in, out, workspace, attention));
     ctx.begin_label(cb, plan.label);
     write_timestamp(vk, cb, timestamps, 0);
     for (uint32_t p = 0; p < plan.passes; ++p) {
@@ -635,8 +641,7 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
             vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
                                     0, nullptr, 1, &b, 0, nullptr);
         }
-        for (size_t k = 0; k < calls.size(); ++k)
-            plan.pipeline[p]->dispatch(vk, cb, calls[k].bindings, sets[k], calls[k].push, plan.groups);
+        dispatch_pass(vk, cb, plan, p, calls);
         write_timestamp(vk, cb, timestamps, p + 1);
     }
     ctx.end_label(cb);

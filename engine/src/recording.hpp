@@ -19,20 +19,24 @@ using Bindings = DescriptorBuffers;
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
                           const BufferRange& workspace, const AttentionBuffers& attention);
 
+// Bytes the plan binds at binding i (DescriptorBuffers' order); 0 where
+// the input stands in for a binding the plan does not use.
+uint64_t binding_bytes(const Plan& plan, uint32_t i);
+
 // One range of a plan's dispatches (Plan::ranges): the windows of its rows
-// in the input, output and workspace (the attention buffers whole), and
-// its push constants.
+// in the input, output and workspace (the attention buffers whole), its
+// push constants and its descriptor set (VK_NULL_HANDLE with push
+// descriptors).
 struct RangeCall {
     Bindings bindings;
     PushConstants push;
+    VkDescriptorSet set = VK_NULL_HANDLE;
 };
-std::vector<RangeCall> range_calls(const Plan& plan, const Bindings& whole);
+std::vector<RangeCall> range_calls(const Context& ctx, const Plan& plan, const Bindings& whole);
 
-// The descriptor set that holds the bindings, from the host's pool, where
-// the context has no push descriptors; VK_NULL_HANDLE where it has them.
-// One per problem, for both of a split plan's passes (their set layouts
-// are identically defined).
-VkDescriptorSet descriptor_set_for(const Context& ctx, const Plan& plan, const Bindings& bindings);
+// Records pass `pass` of the plan over all its ranges.
+void dispatch_pass(const DeviceFunctions& vk, VkCommandBuffer cb, const Plan& plan, uint32_t pass,
+                   const std::vector<RangeCall>& calls);
 
 // Timestamp `index` of `timestamps` at the bottom of the pipe, where the
 // caller gave a query pool.

@@ -5,7 +5,6 @@
 
 #include "vksoftmax/buffer.hpp"
 #include "vksoftmax/context.hpp"
-#include "vksoftmax/error.hpp"
 #include "vksoftmax/timer.hpp"
 
 namespace vksoftmax {
@@ -17,8 +16,7 @@ namespace {
 struct AttentionStaging {
     std::unique_ptr<Buffer> mask, sinks, lse, lse_down;
     AttentionStaging(Context& ctx, const Plan& plan, const AttentionData& data) {
-        if ((plan.mask_bytes && !data.mask) || (plan.sinks_bytes && !data.sinks) || (plan.lse_bytes && !data.lse))
-            throw Error(ErrorKind::invalid_argument, "the attention options need their mask, sinks or lse memory");
+        check_attention_data(plan.problem.attention, data);
         // Host-visible buffers the shaders read directly: each is read once.
         if (plan.mask_bytes) mask = upload(ctx, data.mask, plan.mask_bytes, "attention mask");
         if (plan.sinks_bytes) sinks = upload(ctx, data.sinks, plan.sinks_bytes, "attention sinks");

@@ -28,6 +28,18 @@ struct AttentionLayout {
 // max_bias, a mask dtype other than f32 or f16.
 AttentionLayout attention_layout(const Problem& problem);
 
+// The attention options' buffers in host memory (run(), the CPU
+// reference); each is needed only where its option is on.
+struct AttentionData {
+    const void* mask = nullptr;    // attention_layout().mask_elements of mask_dtype (fp16 as bits)
+    const float* sinks = nullptr;  // one per head
+    float* lse = nullptr;          // out: one per row
+};
+
+// Error(invalid_argument), naming it, for the memory of an option that is
+// on but missing from `data`.
+void check_attention_data(const Attention& attention, const AttentionData& data);
+
 // ALiBi's slope of head h of `heads`, as ggml defines it: with
 // n = 2^floor(log2(heads)), m0 = 2^(-max_bias / n), m1 = 2^(-max_bias / 2 / n),
 // slope = m0^(h + 1) for h < n, else m1^(2 (h - n) + 1); 1 when max_bias is 0.

@@ -7,19 +7,8 @@
 #pragma once
 #include <cstdint>
 
+#include "vksoftmax/attention.hpp"
 #include "vksoftmax/types.hpp"
-
-namespace vksoftmax {
-
-// The attention options' buffers in host memory (run(), the CPU
-// reference); each is needed only where its option is on.
-struct AttentionData {
-    const void* mask = nullptr;    // attention_layout().mask_elements of mask_dtype (fp16 as bits)
-    const float* sinks = nullptr;  // one per head
-    float* lse = nullptr;          // out: one per row
-};
-
-}  // namespace vksoftmax
 
 namespace vksoftmax::cpu {
 

@@ -5,7 +5,7 @@
 #pragma once
 #include <vector>
 
-#include "vksoftmax/cpu.hpp"
+#include "vksoftmax/attention.hpp"
 #include "vksoftmax/plan.hpp"
 
 namespace vksoftmax {
@@ -28,7 +28,7 @@ struct RunResult {
 
 // `input` and `output` hold problem.shape elements of problem.dtype (fp16
 // as raw binary16 bits). They may be the same memory. `attention` holds
-// the buffers of the problem's attention options (AttentionData in cpu.hpp).
+// the buffers of the problem's attention options (AttentionData in attention.hpp).
 RunResult run(Context& ctx, const Problem& problem, const void* input, void* output, const RunOptions& options = {},
               const AttentionData& attention = {});
 
