@@ -30,17 +30,20 @@ Problem problem_of(const Case& c) {
     return p;
 }
 
-// The case with Options::attention's options.
+// The case with Options::attention's options, or its backward pass.
 Problem problem_of(const Case& c, const Options& o) {
     Problem p = problem_of(c);
+    p.backward = o.backward;
     if (o.attention.empty()) return p;
+    if (o.backward) throw Error(ErrorKind::invalid_argument, "--backward takes no --attention");
     if (o.attention != "mask" && o.attention != "causal")
         throw Error(ErrorKind::invalid_argument, "--attention: '" + o.attention + "' is not mask or causal");
     p.scale = 1.0 / std::sqrt(128.0);
     p.attention.heads = o.heads;
     p.attention.query_rows = c.shape.axis;
     p.attention.mask = o.attention == "mask";
-    p.attention.mask_dtype = Dtype::f16;
+    // A bf16 model's mask is bf16; the others take an fp16 mask.
+    p.attention.mask_dtype = c.dtype == Dtype::bf16 ? Dtype::bf16 : Dtype::f16;
     p.attention.causal = o.attention == "causal";
     return p;
 }
@@ -57,7 +60,8 @@ struct AttentionMask {
         host.resize(n * n);
         for (uint64_t q = 0; q < n; ++q)
             for (uint64_t j = 0; j < n; ++j)
-                host[q * n + j] = float_to_half(j > q ? -std::numeric_limits<float>::infinity() : value(rng));
+                host[q * n + j] = to_16bit(plan.problem.attention.mask_dtype,
+                                           j > q ? -std::numeric_limits<float>::infinity() : value(rng));
         device = std::make_unique<Buffer>(ctx, plan.mask_bytes, MemoryKind::device, "bench attention mask");
         upload(ctx, *device, host.data(), plan.mask_bytes);
     }
@@ -188,7 +192,8 @@ Buffers::Buffers(Context& ctx, uint64_t tensor_bytes, uint64_t workspace_bytes)
     : in(std::make_unique<Buffer>(ctx, std::max<uint64_t>(tensor_bytes, 16), MemoryKind::device, "bench input")),
       out(std::make_unique<Buffer>(ctx, std::max<uint64_t>(tensor_bytes, 16), MemoryKind::device, "bench output")),
       workspace(std::make_unique<Buffer>(ctx, std::max<uint64_t>(workspace_bytes, 16), MemoryKind::device,
-                                         "bench workspace")) {
+                                         "bench workspace")),
+      gradient(std::make_unique<Buffer>(ctx, std::max<uint64_t>(tensor_bytes, 16), MemoryKind::device, "bench gradient")) {
     // Zeros for the single-pass path's flags and counts before a plan's
     // first call (measure() zeroes it again for each single-pass case).
     fill(ctx, *workspace, 0);
@@ -238,10 +243,10 @@ Logits fresh_logits(const Case& c, uint64_t tensor_bytes, float sigma) {
     Logits l{std::vector<double>(n), std::vector<uint8_t>(tensor_bytes)};
     for (uint64_t i = 0; i < n; ++i) {
         float v = dist(rng);
-        if (c.dtype == Dtype::f16) {
-            const uint16_t h = float_to_half(v);
+        if (c.dtype != Dtype::f32) {
+            const uint16_t h = to_16bit(c.dtype, v);
             std::memcpy(l.bytes.data() + 2 * i, &h, 2);
-            v = half_to_float(h);
+            v = from_16bit(c.dtype, h);
         } else {
             std::memcpy(l.bytes.data() + 4 * i, &v, 4);
         }
@@ -328,9 +333,75 @@ void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const O
     });
 }
 
+// The backward pass of the case: y the float64 softmax of fresh logits and
+// dy normal(0, 1), both in the storage type; one call checked against the
+// backward reference, then timed over 3 x tensor bytes.
+Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffers* buffers) {
+    Row row;
+    row.c = c;
+    const Plan plan = make_plan(ctx, problem_of(c, o), o.plan);
+    describe(plan, row);
+    row.bytes = 3 * plan.tensor_bytes;
+    const Problem& p = plan.problem;
+    Problem forward = p;
+    forward.backward = false;
+    const Logits logits = fresh_logits(c, plan.tensor_bytes, o.sigma);
+    const uint64_t n = c.shape.elements();
+    std::vector<double> y(n), dy(n);
+    cpu::softmax(forward, logits.values.data(), y.data());
+    std::mt19937 rng(std::random_device{}());
+    std::normal_distribution<double> grad(0.0, 1.0);
+    for (double& v : dy) v = grad(rng);
+    round_to(p.dtype, y);
+    round_to(p.dtype, dy);
+    std::unique_ptr<Buffers> own;
+    if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
+    auto stored = [&](const std::vector<double>& v) {
+        std::vector<uint8_t> bytes(plan.tensor_bytes);
+        for (uint64_t i = 0; i < n; ++i) {
+            if (p.dtype == Dtype::f32) {
+                const float f = static_cast<float>(v[i]);
+                std::memcpy(bytes.data() + 4 * i, &f, 4);
+            } else {
+                const uint16_t h = to_16bit(p.dtype, static_cast<float>(v[i]));
+                std::memcpy(bytes.data() + 2 * i, &h, 2);
+            }
+        }
+        return bytes;
+    };
+    upload(ctx, *buffers->in, stored(y).data(), plan.tensor_bytes);
+    upload(ctx, *buffers->gradient, stored(dy).data(), plan.tensor_bytes);
+    const BufferRange y_range{buffers->in->buffer(), 0, plan.tensor_bytes};
+    const BufferRange dy_range{buffers->gradient->buffer(), 0, plan.tensor_bytes};
+    const BufferRange dx_range{buffers->out->buffer(), 0, plan.tensor_bytes};
+    const BufferRange workspace = plan.workspace_bytes
+                                      ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
+                                      : BufferRange{};
+    auto call = [&](VkCommandBuffer cb) { record_backward(ctx, plan, cb, y_range, dy_range, dx_range, workspace); };
+    call_on_poisoned_output(ctx, *buffers->out, plan.tensor_bytes, p.dtype, call);
+    std::vector<uint8_t> host(plan.tensor_bytes);
+    download(ctx, *buffers->out, host.data(), host.size());
+    std::vector<double> ref(n);
+    cpu::softmax_backward(p, y.data(), dy.data(), ref.data());
+    round_to(p.dtype, ref);
+    const Accuracy acc = compare_backward(p, y, dy, to_double(host.data(), n, p.dtype), ref);
+    row.max_rel_error = acc.max_rel;
+    row.verified = acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0);
+    row.t = time_calls(ctx, o, row.bytes, call);
+    if (plan.passes == 2) {
+        Plan first = plan;
+        first.passes = 1;
+        row.pass1_us = time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) {
+                           record_backward(ctx, first, cb, y_range, dy_range, dx_range, workspace);
+                       }).median_us;
+    }
+    return row;
+}
+
 }  // namespace
 
 Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffers) {
+    if (o.backward) return measure_backward(ctx, c, o, buffers);
     Row row;
     row.c = c;
     row.attention = o.attention;

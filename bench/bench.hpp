@@ -62,6 +62,9 @@ struct Options {
     // mask from indices, no buffer; empty: none.
     std::string attention;
     uint64_t heads = 32;
+    // The backward pass instead (y: the softmax of the logits, dy:
+    // normal(0, 1)), timed over its 3 x tensor bytes (y, dy in, dx out).
+    bool backward = false;
 };
 
 // Device buffers every case of a run uses (each case takes the front of
@@ -71,6 +74,8 @@ struct Options {
 struct Buffers {
     Buffers(Context& ctx, uint64_t tensor_bytes, uint64_t workspace_bytes);
     std::unique_ptr<Buffer> in, out, workspace;
+    std::unique_ptr<Buffer> gradient;  // the backward pass's dy
+
 };
 // The largest tensor and workspace among `cases` on this device.
 std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const PlanOptions& plan);
@@ -86,7 +91,7 @@ struct Row {
     std::string attention;  // Options::attention
     std::string path;
     uint32_t passes = 0;
-    uint64_t bytes = 0;  // 2 * N * sizeof(dtype)
+    uint64_t bytes = 0;  // 2 * N * sizeof(dtype) (backward: 3 *)
     Timing t;
     double max_rel_error = 0;  // of one call, against the float64 reference
     bool verified = false;

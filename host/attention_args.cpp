@@ -19,7 +19,7 @@ uint64_t dim_from_end(const std::vector<uint64_t>& dims, size_t k) {
     return dims.size() >= k ? dims[dims.size() - k] : 1;
 }
 
-// The mask file: float32 or float16 (other types converted to float32),
+// The mask file: float32, float16 or bfloat16 (other types converted to float32),
 // at most 4-D, its last dimension the input's n.
 void read_mask(const std::string& path, uint64_t n, AttentionInputs& in) {
     in.mask = load_tensor(path);
@@ -53,7 +53,7 @@ void read_sinks(const std::string& path, uint64_t heads, AttentionInputs& in) {
         } else {
             uint16_t h;
             std::memcpy(&h, s.data.data() + 2 * i, 2);
-            in.sinks[i] = half_to_float(h);
+            in.sinks[i] = from_16bit(s.dtype, h);
         }
     }
     in.attention.sinks = true;

@@ -24,7 +24,8 @@ namespace {
 
 struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass;
-    bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false;
+    bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false,
+         backward = false;
     uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0;
     std::string attention;
     uint64_t heads = 32;
@@ -39,7 +40,8 @@ std::vector<Dtype> parse_dtypes(const std::string& s) {
     while (std::getline(ss, item, ',')) {
         if (item == "f32") out.push_back(Dtype::f32);
         else if (item == "f16") out.push_back(Dtype::f16);
-        else throw Error(ErrorKind::invalid_argument, "--dtype: '" + item + "' is not f32 or f16");
+        else if (item == "bf16") out.push_back(Dtype::bf16);
+        else throw Error(ErrorKind::invalid_argument, "--dtype: '" + item + "' is not f32, f16 or bf16");
     }
     if (out.empty()) throw Error(ErrorKind::invalid_argument, "--dtype is empty");
     return out;
@@ -93,7 +95,8 @@ int replot(const BenchArgs& a) {
         std::vector<bench::Row> rows;
         for (const auto& r : j.at("rows")) {
             bench::Row row;
-            row.c.dtype = r.at("dtype") == "f16" ? Dtype::f16 : Dtype::f32;
+            const std::string dtype = r.at("dtype");
+            row.c.dtype = dtype == "f16" ? Dtype::f16 : dtype == "bf16" ? Dtype::bf16 : Dtype::f32;
             row.path = r.at("path");
             row.bytes = r.at("bytes");
             row.t.gbps = r.at("gbps");
@@ -121,6 +124,7 @@ bench::Options bench_options(const BenchArgs& a) {
     o.batch = a.batch;
     o.attention = a.attention;
     o.heads = a.heads;
+    o.backward = a.backward;
     o.plan.chunk_elements = a.chunk;
     if (a.path == "subgroup-row") o.plan.path = Path::subgroup_row;
     else if (a.path == "workgroup-row") o.plan.path = Path::workgroup_row;
@@ -152,7 +156,8 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
     };
     Measured m;
     const auto [tensor_bytes, workspace_bytes] = bench::sizes(ctx, cases, o.plan);
-    m.ceiling_bytes = std::max<uint64_t>(tensor_bytes, 1 << 20);
+    // The backward pass moves 3 x tensor bytes: its ceiling is a copy of 1.5 x.
+    m.ceiling_bytes = std::max<uint64_t>(o.backward ? tensor_bytes / 32 * 48 + 16 : tensor_bytes, 1 << 20);
     std::unique_ptr<bench::Buffers> buffers;
     if (!fresh_buffers) buffers = std::make_unique<bench::Buffers>(ctx, m.ceiling_bytes, workspace_bytes);
     m.floor = bench::measure_floor(ctx, o, buffers.get());
@@ -200,7 +205,8 @@ double ceiling_fraction(const bench::Row& r) { return r.ceiling.gbps > 0 ? r.t.g
 // The table on stdout; false when a case's result was wrong.
 bool print_table(const Context& ctx, const bench::Options& o, const Measured& m) {
     const DeviceInfo& d = ctx.info();
-    fmt::print("device: {} ({}), {} calls x {} repeats, median\n", d.name, driver_string(d), o.iters, o.repeats);
+    fmt::print("device: {} ({}), {} calls x {} repeats, median{}\n", d.name, driver_string(d), o.iters, o.repeats,
+               o.backward ? "; the backward pass (bytes: y, dy and dx)" : "");
     print_memory_types(ctx);
     fmt::print("floor (one-workgroup dispatch + barrier): {:.2f} us per call\n", m.floor.median_us);
     for (const auto& [dependency, t] : m.floor_by_dependency)
@@ -272,6 +278,7 @@ void write_json(const std::string& path, const DeviceInfo& d, const bench::Optio
     j["device"] = {{"name", d.name}, {"driver", driver_string(d)}, {"api_version", d.api_string()},
                    {"subgroup_size", d.subgroup_size},
                    {"subgroup_uniform_control_flow", d.subgroup_uniform_control_flow}};
+    j["backward"] = o.backward;
     j["iters"] = o.iters;
     j["repeats"] = o.repeats;
     j["floor_us"] = m.floor.median_us;
@@ -317,7 +324,7 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--shapes", a->shapes,
                     "'suite' (default: every family), families (" + bench::family_names() +
                         ") and ROWSxCOLS, comma-separated, e.g. core,1024x512");
-    sub->add_option("--dtype", a->dtypes, "f32,f16 (default both)");
+    sub->add_option("--dtype", a->dtypes, "f32,f16,bf16 (default f32,f16)");
     sub->add_flag("--log", a->log, "log-softmax");
     sub->add_option("--iters", a->iters, "Back-to-back calls per timed submission (default 20)");
     sub->add_option("--repeats", a->repeats, "Timed submissions; median and min reported (default 15)");
@@ -333,6 +340,8 @@ Command add_bench(CLI::App& app) {
                     "Attention options on every case, seen as (batch, heads, cols, cols), scale 1/sqrt(128): mask (an fp16 "
                     "(cols, cols) mask, -inf past the diagonal) or causal (from indices, no buffer)");
     sub->add_option("--heads", a->heads, "Heads of --attention (default 32)");
+    sub->add_flag("--backward", a->backward,
+                  "Time the backward pass instead (y the softmax of the logits, dy normal(0, 1)), over 3 x tensor bytes");
     sub->add_option("--chunk", a->chunk, "Tuning: split and single-pass paths' elements per chunk (rounded up to a tile)");
     sub->add_flag("--fresh-buffers", a->fresh_buffers,
                   "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");

@@ -265,7 +265,7 @@ Command add_conformance(CLI::App& app) {
     sub->add_option("--device", a->device, "Device index, part of its name, or 'all' (default: the default device)");
     sub->add_flag("--quick", a->quick, "The quick catalogue (fewer row lengths)");
     sub->add_option("--json", a->json, "Write the report, with the device's identity, to this file");
-    sub->add_option("--filter", a->filter, "Only cases whose 'case variant' text contains this");
+    sub->add_option("--filter", a->filter, "Only cases whose 'case variant' text contains this (a leading ^: begins with the rest, as in '^f16 ')");
     sub->add_flag("--failures-only", a->failures_only, "Print only the failing rows of the table");
     sub->add_flag("--no-uniform-control-flow", a->no_uniform_control_flow,
                   "Leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered: checks the shaders "

@@ -175,8 +175,8 @@ int run_command(const RunArgs& a) {
     const bool check_ok = a.check ? report_check(a, t, p, e, attention, report) : true;
     if (a.time) report_time(a, e, report);
 
-    out.commit(npy::encode(p.dtype == Dtype::f32 ? npy::Kind::f32 : npy::Kind::f16, t.dims, t.fortran_order,
-                           e.result.data(), e.result.size()));
+    const npy::Kind kind = p.dtype == Dtype::f32 ? npy::Kind::f32 : p.dtype == Dtype::f16 ? npy::Kind::f16 : npy::Kind::bf16;
+    out.commit(npy::encode(kind, t.dims, t.fortran_order, e.result.data(), e.result.size()));
     if (lse_out)
         lse_out->commit(npy::encode(npy::Kind::f32, attention.lse_dims, false, attention.lse.data(),
                                     attention.lse.size() * sizeof(float)));
@@ -193,7 +193,7 @@ int run_command(const RunArgs& a) {
 // --mask, --causal, --alibi, --heads, --sinks, --lse.
 void add_attention_options(CLI::App& sub, AttentionArgs& a) {
     sub.add_option("--mask", a.mask,
-                   "Additive mask .npy (float32 or float16) of (mask_batch, mask_heads, mask_rows, n), leading 1s "
+                   "Additive mask .npy (float32, float16 or bfloat16) of (mask_batch, mask_heads, mask_rows, n), leading 1s "
                    "optional, each dividing the input's (batch, heads, query rows); -inf hides");
     sub.add_option_function<int64_t>(
            "--causal", [&a](const int64_t& offset) { a.causal = offset; },
@@ -211,7 +211,7 @@ void add_attention_options(CLI::App& sub, AttentionArgs& a) {
 Command add_run(CLI::App& app) {
     auto* sub = app.add_subcommand("run", "Softmax of a .npy tensor along one axis");
     auto a = std::make_shared<RunArgs>();
-    sub->add_option("-i,--input", a->input, "Input .npy (float32 or float16; float64/integers are converted to float32)")
+    sub->add_option("-i,--input", a->input, "Input .npy (float32, float16 or bfloat16 saved as '<V2'; float64/integers are converted to float32)")
         ->required();
     sub->add_option("-o,--output", a->output, "Output .npy (same shape; written only on success)")->required();
     sub->add_option("--axis", a->axis, "Axis to normalize; negative counts from the end (default -1)");

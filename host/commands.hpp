@@ -25,6 +25,7 @@ using Command = std::function<int()>;
 Command add_devices(CLI::App& app);
 Command add_demo(CLI::App& app);
 Command add_run(CLI::App& app);
+Command add_backward(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_conformance(CLI::App& app);
 

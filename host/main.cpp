@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
     Command devices = add_devices(app);
     Command demo = add_demo(app);
     Command run = add_run(app);
+    Command backward = add_backward(app);
     Command bench = add_bench(app);
     Command conformance = add_conformance(app);
     try {
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
         if (name == "devices") return guarded(devices);
         if (name == "demo") return guarded(demo);
         if (name == "run") return guarded(run);
+        if (name == "backward") return guarded(backward);
         if (name == "bench") return guarded(bench);
         if (name == "conformance") return guarded(conformance);
     }

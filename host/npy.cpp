@@ -20,7 +20,8 @@ struct Descr {
 };
 const Descr kDescrs[] = {{"f2", Kind::f16}, {"f4", Kind::f32}, {"f8", Kind::f64}, {"i1", Kind::i8},
                          {"i2", Kind::i16}, {"i4", Kind::i32}, {"i8", Kind::i64}, {"u1", Kind::u8},
-                         {"u2", Kind::u16}, {"u4", Kind::u32}, {"u8", Kind::u64}, {"b1", Kind::b1}};
+                         {"u2", Kind::u16}, {"u4", Kind::u32}, {"u8", Kind::u64}, {"b1", Kind::b1},
+                         {"V2", Kind::bf16}};
 
 // A tiny parser for the Python literal NumPy writes:
 // {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
@@ -132,6 +133,7 @@ const char* kind_descr(Kind k) {
         case Kind::u32: return "<u4";
         case Kind::u64: return "<u8";
         case Kind::b1: return "|b1";
+        case Kind::bf16: return "<V2";
     }
     return "?";
 }
@@ -139,7 +141,7 @@ const char* kind_descr(Kind k) {
 uint32_t kind_size(Kind k) {
     switch (k) {
         case Kind::i8: case Kind::u8: case Kind::b1: return 1;
-        case Kind::f16: case Kind::i16: case Kind::u16: return 2;
+        case Kind::f16: case Kind::i16: case Kind::u16: case Kind::bf16: return 2;
         case Kind::f32: case Kind::i32: case Kind::u32: return 4;
         case Kind::f64: case Kind::i64: case Kind::u64: return 8;
     }
@@ -175,11 +177,12 @@ std::string header_text(const uint8_t* bytes, size_t size, uint64_t& data_offset
 
 // The element kind of a 'descr' value such as '<f4'.
 Kind parse_descr(const std::string& d) {
+    if (d == "bfloat16") return Kind::bf16;
     const Descr* found = nullptr;
     for (const Descr& e : kDescrs)
         if (d.size() == 3 && d.compare(1, 2, e.code) == 0) found = &e;
     if (!found || std::string("<>|=").find(d[0]) == std::string::npos)
-        throw FormatError("header: 'descr' '" + d + "' is not a supported dtype (float16/32/64, integers, bool)");
+        throw FormatError("header: 'descr' '" + d + "' is not a supported dtype (float16/32/64, bfloat16 as '<V2', integers, bool)");
     // '=' is native order, little-endian on every host we build for;
     // '>' matters only past one byte.
     if (d[0] == '>' && kind_size(found->kind) > 1)

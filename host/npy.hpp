@@ -14,7 +14,10 @@ struct FormatError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-enum class Kind { f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, b1 };
+// bf16: bfloat16, which NumPy has no code for: ml_dtypes' bfloat16 arrays
+// are saved as two-byte void ('<V2'), and read as bf16 here; a 'descr' of
+// 'bfloat16' is taken too.
+enum class Kind { f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, b1, bf16 };
 const char* kind_descr(Kind k);  // "<f4", ...
 uint32_t kind_size(Kind k);
 

@@ -39,8 +39,8 @@ Tensor load_tensor(const std::string& path) {
     t.dims = a.header.shape;
     t.fortran_order = a.header.fortran_order;
     const npy::Kind k = a.header.kind;
-    if (k == npy::Kind::f32 || k == npy::Kind::f16) {
-        t.dtype = k == npy::Kind::f32 ? Dtype::f32 : Dtype::f16;
+    if (k == npy::Kind::f32 || k == npy::Kind::f16 || k == npy::Kind::bf16) {
+        t.dtype = k == npy::Kind::f32 ? Dtype::f32 : k == npy::Kind::f16 ? Dtype::f16 : Dtype::bf16;
         t.data = std::move(a.data);
         return t;
     }

@@ -8,12 +8,12 @@
 // (row_attention()), so that a load pays one add and one compare.
 //
 // Bindings beside softmax_common.glsl's: 3 the mask as 32-bit words (an
-// fp16 mask two to a word, low half first), 4 the sinks (fp32, one per
+// fp16 or bf16 mask two to a word, low half first), 4 the sinks (fp32, one per
 // head), 5 the log-sum-exp (fp32, one per row). Where an option is off its
 // binding holds a stand-in buffer that is never read.
 
 layout(std430, binding = 3) readonly buffer MaskWords { uint mask_word[]; };
-// The same binding four elements at a time: fp32 as vec4, fp16 as uvec2.
+// The same binding four elements at a time: fp32 as vec4, 16-bit as uvec2.
 layout(std430, binding = 3) readonly buffer MaskF32x4 { vec4 mask_f32x4[]; };
 layout(std430, binding = 3) readonly buffer MaskF16x4 { uvec2 mask_f16x4[]; };
 layout(std430, binding = 3) readonly buffer MaskF16x8 { uvec4 mask_f16x8[]; };
@@ -22,7 +22,7 @@ layout(std430, binding = 5) writeonly buffer LogSumExp { float lse[]; };
 
 // The options as specialization constants, so that a module specialized
 // without one has none of its code.
-const uint MASK_NONE = 0u, MASK_F32 = 1u, MASK_F16 = 2u;
+const uint MASK_NONE = 0u, MASK_F32 = 1u, MASK_F16 = 2u, MASK_BF16 = 3u;
 layout(constant_id = 10) const uint MASK = MASK_NONE;
 layout(constant_id = 11) const bool CAUSAL = false;
 layout(constant_id = 12) const bool SINKS = false;
@@ -31,18 +31,24 @@ layout(constant_id = 13) const bool LSE = false;
 // A row's share of the options (row_attention()).
 struct RowAttention { uint mask_base; uint visible; float slope; };
 
+// Two 16-bit mask elements of one word (low half first) as fp32: bf16 is
+// the top half of an fp32, so widening it is a shift.
+vec2 mask_pair(uint w) {
+    return MASK == MASK_BF16 ? vec2(uintBitsToFloat(w << 16), uintBitsToFloat(w & 0xffff0000u)) : unpackHalf2x16(w);
+}
+
 // Element e of the mask, as fp32.
 float mask_value(uint e) {
     if (MASK == MASK_F32) return uintBitsToFloat(mask_word[e]);
     uint w = mask_word[e >> 1];
-    return unpackHalf2x16((e & 1u) != 0u ? w >> 16 : w).x;
+    return mask_pair((e & 1u) != 0u ? w >> 16 : w).x;
 }
 
 // Elements e .. e + 3 of the mask, e a multiple of 4.
 vec4 mask_value4(uint e) {
     if (MASK == MASK_F32) return mask_f32x4[e >> 2];
     uvec2 w = mask_f16x4[e >> 2];
-    return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+    return vec4(mask_pair(w.x), mask_pair(w.y));
 }
 
 // Rows are numbered within the dispatch's range of the tensor; r + first_row
@@ -90,12 +96,12 @@ vec4 attend4(RowAttention a, uint col, vec4 v) {
 }
 
 // Columns col .. col + 7 (col a multiple of 8: VEC 8 rows) into lo and hi:
-// an fp16 mask in one 16-byte access, as wide as the row's own.
+// a 16-bit mask in one 16-byte access, as wide as the row's own.
 void attend8(RowAttention a, uint col, inout vec4 lo, inout vec4 hi) {
-    if (MASK == MASK_F16 && !ODD_ROWS && (!CAUSAL || col + 7u < a.visible)) {
+    if ((MASK == MASK_F16 || MASK == MASK_BF16) && !ODD_ROWS && (!CAUSAL || col + 7u < a.visible)) {
         uvec4 w = mask_f16x8[(a.mask_base + col) >> 3];
-        lo = lo * pc.scale + a.slope * vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
-        hi = hi * pc.scale + a.slope * vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+        lo = lo * pc.scale + a.slope * vec4(mask_pair(w.x), mask_pair(w.y));
+        hi = hi * pc.scale + a.slope * vec4(mask_pair(w.z), mask_pair(w.w));
         return;
     }
     lo = attend4(a, col, lo);

@@ -7,6 +7,9 @@
 //   STORAGE_F16   tensors are float16 in memory; all arithmetic stays fp32,
 //                 because fp16 sums overflow past 65504 and log-softmax
 //                 underflows in fp16.
+//   STORAGE_BF16  tensors are bfloat16 in memory (the top half of an fp32,
+//                 moved as 16-bit integers: 16-bit storage is all it needs),
+//                 fp32 arithmetic; stores round to nearest even.
 //   USE_SUBGROUP  reductions use subgroup arithmetic; without it a
 //                 shared-memory tree is used, for devices that lack
 //                 GL_KHR_shader_subgroup_arithmetic in compute.
@@ -90,36 +93,78 @@ layout(constant_id = 7) const uint ROW_LANES = 1;
 // with its neighbours (its head and tail) move element by element.
 layout(constant_id = 8) const bool ODD_ROWS = false;
 
-#ifdef STORAGE_F16
+// How elements move in memory, per storage type: ELEM, one element; V4,
+// four (vec4, or uvec2 for 16-bit types: a driver may split f16vec4
+// accesses into 2-byte ones); for 16-bit types V8, eight in 16 bytes. The
+// macros convert them to and from fp32, so that every binding of a module
+// (softmax_backward.glsl's gradient too) reads its elements the same way.
+#if defined(STORAGE_F16)
+#define STORAGE_16BIT
 #define ELEM float16_t
+#define ELEM_TO_FLOAT(e) float(e)
+#define FLOAT_TO_ELEM(v) ELEM(v)
+#define UNPACK4(p) vec4(unpackHalf2x16(p.x), unpackHalf2x16(p.y))
+#define PACK4(v) uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw))
+#define UNPACK8(p, a, b)                                    \
+    a = vec4(unpackHalf2x16(p.x), unpackHalf2x16(p.y));     \
+    b = vec4(unpackHalf2x16(p.z), unpackHalf2x16(p.w))
+#define PACK8(a, b) uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw))
+#elif defined(STORAGE_BF16)
+// bf16 <-> fp32: widening is a shift; narrowing rounds to nearest even (a
+// carry into the exponent is the correct rounding, up to inf) and keeps NaN
+// quiet, as engine/include/vksoftmax/half.hpp does on the host.
+#define STORAGE_16BIT
+#define ELEM uint16_t
+float bf16_lo(uint w) { return uintBitsToFloat(w << 16); }
+float bf16_hi(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
+uint bf16_bits(float v) {
+    uint b = floatBitsToUint(v);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (b >> 16) | 0x40u;
+    return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+}
+uint pack_bf16x2(vec2 v) { return bf16_bits(v.x) | (bf16_bits(v.y) << 16); }
+vec4 unpack_bf16x4(uvec2 p) { return vec4(bf16_lo(p.x), bf16_hi(p.x), bf16_lo(p.y), bf16_hi(p.y)); }
+#define ELEM_TO_FLOAT(e) uintBitsToFloat(uint(e) << 16)
+#define FLOAT_TO_ELEM(v) uint16_t(bf16_bits(v))
+#define UNPACK4(p) unpack_bf16x4(p)
+#define PACK4(v) uvec2(pack_bf16x2(v.xy), pack_bf16x2(v.zw))
+#define UNPACK8(p, a, b)        \
+    a = unpack_bf16x4(p.xy);    \
+    b = unpack_bf16x4(p.zw)
+#define PACK8(a, b) uvec4(pack_bf16x2(a.xy), pack_bf16x2(a.zw), pack_bf16x2(b.xy), pack_bf16x2(b.zw))
 #else
 #define ELEM float
+#define ELEM_TO_FLOAT(e) float(e)
+#define FLOAT_TO_ELEM(v) ELEM(v)
+#define UNPACK4(p) (p)
+#endif
+#ifdef STORAGE_16BIT
+#define V4 uvec2
+#define V8 uvec4
+#else
+#define V4 vec4
 #endif
 
 // The same binding seen as scalars and as vectors: vector access is only
-// used when VEC says every row starts and ends on a vector boundary. fp16
-// vectors move as uvec2/uvec4 (8/16 bytes) and are unpacked here: a driver
-// may split f16vec4 accesses into 2-byte ones.
+// used when VEC says every row starts and ends on a vector boundary.
+// Scalar access: strided rows, and the heads and tails of ODD_ROWS rows.
 layout(std430, binding = 0) readonly buffer InS { ELEM x_s[]; };
 layout(std430, binding = 1) writeonly buffer OutS { ELEM y_s[]; };
-#ifdef STORAGE_F16
-layout(std430, binding = 0) readonly buffer InV { uvec2 x_v[]; };
-layout(std430, binding = 1) writeonly buffer OutV { uvec2 y_v[]; };
-layout(std430, binding = 0) readonly buffer InW { uvec4 x_w[]; };
-layout(std430, binding = 1) writeonly buffer OutW { uvec4 y_w[]; };
-vec4 load4(uint i) { uvec2 p = x_v[i]; return vec4(unpackHalf2x16(p.x), unpackHalf2x16(p.y)); }
-void store4(uint i, vec4 v) { y_v[i] = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw)); }
+layout(std430, binding = 0) readonly buffer InV { V4 x_v[]; };
+layout(std430, binding = 1) writeonly buffer OutV { V4 y_v[]; };
+#define load1(i) ELEM_TO_FLOAT(x_s[i])
+#define store1(i, v) (y_s[i] = FLOAT_TO_ELEM(v))
+#ifdef STORAGE_16BIT
+layout(std430, binding = 0) readonly buffer InW { V8 x_w[]; };
+layout(std430, binding = 1) writeonly buffer OutW { V8 y_w[]; };
+vec4 load4(uint i) { V4 p = x_v[i]; return UNPACK4(p); }
+void store4(uint i, vec4 v) { y_v[i] = PACK4(v); }
 void load8(uint i, out vec4 a, out vec4 b) {
-    uvec4 p = x_w[i];
-    a = vec4(unpackHalf2x16(p.x), unpackHalf2x16(p.y));
-    b = vec4(unpackHalf2x16(p.z), unpackHalf2x16(p.w));
+    V8 p = x_w[i];
+    UNPACK8(p, a, b);
 }
-void store8(uint i, vec4 a, vec4 b) {
-    y_w[i] = uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
-}
+void store8(uint i, vec4 a, vec4 b) { y_w[i] = PACK8(a, b); }
 #else
-layout(std430, binding = 0) readonly buffer InV { vec4 x_v[]; };
-layout(std430, binding = 1) writeonly buffer OutV { vec4 y_v[]; };
 vec4 load4(uint i) { return x_v[i]; }
 void store4(uint i, vec4 v) { y_v[i] = v; }
 void load8(uint i, out vec4 a, out vec4 b) { a = x_v[2u * i]; b = x_v[2u * i + 1u]; }

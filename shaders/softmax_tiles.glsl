@@ -29,6 +29,9 @@ struct Span { uint base; uint stride; uint first; uint end; RowAttention attn; }
 #define STORE_LSE(r, s, writer) if (writer) store_lse(r, s)
 #define FINISH_ROW(r, s, writer) finish_row(r, s, writer)
 #else
+#ifdef BACKWARD
+#include "softmax_backward.glsl"
+#endif
 struct Span { uint base; uint stride; uint first; uint end; };
 #define ATTEND(row, col, x) (x)
 #define ATTEND4(row, col, v) (v)
@@ -38,16 +41,28 @@ struct Span { uint base; uint stride; uint first; uint end; };
 #define STORE_LSE(r, s, writer)
 #define FINISH_ROW(r, s, writer) (s)
 #endif
+// The loads below read binding 0, or with BACKWARD the gradient where
+// their SOURCE argument says so (softmax_backward.glsl); elements outside
+// a span read as MISSING (-inf, which every step of the statistic treats
+// as contributing nothing; with BACKWARD, 0).
+#ifndef BACKWARD
+#define SOURCE_PARAM
+#define SOURCE_ARG
+#define LOAD1(i) load1(i)
+#define LOAD4(i) load4(i)
+#define LOAD8(i, a, b) load8(i, a, b)
+#define MISSING vksm_neg_inf()
+#endif
 
 // Window index i .. i + 3 of an ODD_ROWS span element by element: the
 // vectors its row only partly covers (its head and tail), which hold
 // elements of the neighbouring rows too. Elements outside [first, end)
 // read as -inf and are never read.
-vec4 load_part(Span row, uint i) {
+vec4 load_part(Span row, uint i SOURCE_PARAM) {
     vec4 o;
     for (uint c = 0u; c < 4u; ++c)
-        o[c] = i + c >= row.first && i + c < LOAD_END(row) ? ATTEND(row, i + c - row.first, float(x_s[row.base + i + c]))
-                                                     : vksm_neg_inf();
+        o[c] = i + c >= row.first && i + c < LOAD_END(row) ? ATTEND(row, i + c - row.first, LOAD1(row.base + i + c))
+                                                     : MISSING;
     return o;
 }
 
@@ -55,7 +70,7 @@ vec4 load_part(Span row, uint i) {
 // one by one, leaving the neighbouring rows' elements alone.
 void store_part(Span row, uint i, vec4 v) {
     for (uint c = 0u; c < 4u; ++c)
-        if (i + c >= row.first && i + c < row.end) y_s[row.base + i + c] = ELEM(v[c]);
+        if (i + c >= row.first && i + c < row.end) store1(row.base + i + c, v[c]);
 }
 
 // Whether the VEC elements at window index i are a whole vector of the
@@ -64,16 +79,16 @@ bool whole_vector(Span row, uint i) { return !ODD_ROWS || (i >= row.first && i +
 
 // Slot j of the tile at tile_begin, for 1- and 4-wide accesses; missing
 // elements read as -inf.
-vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane) {
+vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane SOURCE_PARAM) {
     if (VEC == 4u) {
         uint i = tile_begin + 4u * (j * lanes + lane);
-        if (!whole_vector(row, i)) return load_part(row, i);
-        return i < LOAD_END(row) ? ATTEND4(row, i - row.first, load4((row.base + i) >> 2)) : vec4(vksm_neg_inf());
+        if (!whole_vector(row, i)) return load_part(row, i SOURCE_ARG);
+        return i < LOAD_END(row) ? ATTEND4(row, i - row.first, LOAD4((row.base + i) >> 2)) : vec4(MISSING);
     }
     vec4 o;
     for (uint c = 0u; c < 4u; ++c) {
         uint i = tile_begin + (j * 4u + c) * lanes + lane;
-        o[c] = i < LOAD_END(row) ? ATTEND(row, i, float(x_s[row.base + i * row.stride])) : vksm_neg_inf();
+        o[c] = i < LOAD_END(row) ? ATTEND(row, i, LOAD1(row.base + i * row.stride)) : MISSING;
     }
     return o;
 }
@@ -81,17 +96,17 @@ vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane) {
 // Loads the tile at tile_begin of the span into the slots; missing
 // elements read as -inf, which every later step treats as contributing
 // nothing.
-void load_tile(Span row, uint tile_begin, uint lanes, uint lane) {
+void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
     if (VEC == 8u) {
         // One 16-byte access fills a pair of slots (the plan keeps SLOTS even).
         for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
             uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
-            vec4 a = vec4(vksm_neg_inf()), b = vec4(vksm_neg_inf());
+            vec4 a = vec4(MISSING), b = vec4(MISSING);
             if (!whole_vector(row, i)) {
-                a = load_part(row, i);
-                b = load_part(row, i + 4u);
+                a = load_part(row, i SOURCE_ARG);
+                b = load_part(row, i + 4u SOURCE_ARG);
             } else if (i < LOAD_END(row)) {
-                load8((row.base + i) >> 3, a, b);
+                LOAD8((row.base + i) >> 3, a, b);
 #ifdef ATTENTION
                 attend8(row.attn, i - row.first, a, b);
 #endif
@@ -100,7 +115,7 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane) {
             slots[j + 1u] = b;
         }
     } else {
-        for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(row, tile_begin, j, lanes, lane);
+        for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(row, tile_begin, j, lanes, lane SOURCE_ARG);
     }
 }
 
@@ -139,6 +154,9 @@ VksmStat lane_tile_statistic() {
 // The output of slot j given the row's statistic. `exps`: the slots
 // already hold exp((x - m) / T) (single-tile softmax).
 vec4 slot_output(uint j, VksmStat s, bool exps, float inv_d, float log_d, bool bad) {
+#ifdef BACKWARD
+    return gradient_output(j, s.d);  // s.d: the row's sum (softmax_backward.glsl)
+#else
     vec4 o;
     for (uint c = 0u; c < 4u; ++c) {
         float x = slots[j][c];
@@ -148,6 +166,7 @@ vec4 slot_output(uint j, VksmStat s, bool exps, float inv_d, float log_d, bool b
         o[c] = bad ? vksm_nan() : o[c];
     }
     return o;
+#endif
 }
 
 // Writes slot j given its row's statistic, at the place of slot p of the
@@ -165,7 +184,7 @@ void write_slot(Span row, uint tile_begin, uint p, uint lanes, uint lane, uint j
     vec4 o = slot_output(j, s, exps, inv_d, log_d, bad);
     for (uint c = 0u; c < 4u; ++c) {
         uint i = tile_begin + (p * 4u + c) * lanes + lane;
-        if (i < row.end) y_s[row.base + i * row.stride] = ELEM(o[c]);
+        if (i < row.end) store1(row.base + i * row.stride, o[c]);
     }
 }
 
@@ -194,6 +213,7 @@ void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bo
     }
 }
 
+#ifndef BACKWARD
 // The group's statistic of the span from `begin` (a multiple of the tile)
 // to its end, read tile by tile (a row longer than one tile, and split
 // pass 1).
@@ -217,6 +237,7 @@ void span_write(Span row, uint begin, uint tile, uint lanes, uint lane, VksmStat
         write_tile(row, t0, lanes, lane, s, false);
     }
 }
+#endif
 
 // First element of row r (rows = outer * inner, neighbours `inner` apart).
 uint row_base(uint r) {

@@ -81,12 +81,12 @@ Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const Pla
     } else {
         std::vector<uint16_t> xh(n), yh(n);
         for (size_t i = 0; i < n; ++i) {
-            xh[i] = float_to_half(x[i]);
-            xd[i] = half_to_float(xh[i]);
+            xh[i] = to_16bit(p.dtype, x[i]);
+            xd[i] = from_16bit(p.dtype, xh[i]);
         }
         out.plan = run(Gpu::ctx(), p, xh.data(), yh.data(), ro, gpu).plan;
         out.got.resize(n);
-        for (size_t i = 0; i < n; ++i) out.got[i] = half_to_float(yh[i]);
+        for (size_t i = 0; i < n; ++i) out.got[i] = from_16bit(p.dtype, yh[i]);
     }
     out.ref.resize(n);
     cpu::softmax(p, xd.data(), out.ref.data(), ref);

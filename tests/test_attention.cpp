@@ -46,18 +46,19 @@ struct AttentionOutcome {
 };
 
 // Runs `p` on the GPU and on the CPU with the same inputs: x (rounded to
-// fp16 for fp16 problems), the mask (rounded to fp16 for a fp16 mask) and
-// the sinks.
+// the problem's 16-bit type), the mask (rounded to the mask's) and the sinks.
 AttentionOutcome run_attention(const Problem& p, const std::vector<float>& x, const std::vector<float>& mask,
                                const std::vector<float>& sinks, const PlanOptions& opts = {}) {
     AttentionOutcome o;
     const AttentionLayout layout = attention_layout(p);
-    std::vector<uint16_t> mask_half;
+    std::vector<uint16_t> mask_16bit;
     AttentionData gpu;
     if (p.attention.mask) {
         EXPECT_EQ(mask.size(), layout.mask_elements);
-        for (float v : mask) mask_half.push_back(float_to_half(v));
-        gpu.mask = p.attention.mask_dtype == Dtype::f16 ? static_cast<const void*>(mask_half.data()) : mask.data();
+        const Dtype mask_dtype = p.attention.mask_dtype;
+        if (mask_dtype != Dtype::f32)
+            for (float v : mask) mask_16bit.push_back(to_16bit(mask_dtype, v));
+        gpu.mask = mask_dtype != Dtype::f32 ? static_cast<const void*>(mask_16bit.data()) : mask.data();
     }
     gpu.sinks = sinks.data();
     AttentionData ref = gpu;
@@ -123,20 +124,21 @@ std::string describe_options(const Problem& p) {
     return s;
 }
 
-// Each option alone and all together, softmax and log-softmax, fp32 and
-// fp16, on every path: (batch 2, heads 4, query rows 3) of rows of 150 for
-// softmax (not a multiple of 4: head and tail element by element where
-// rows take vector windows, the mask element by element) and 256 for
-// log-softmax (whole vectors: the mask read four at a time), mask (1, 2,
-// 3, n) broadcast over batch and, by modulo, over heads (and once (2, 2,
-// 3, n), a mask per batch).
+// Each option alone and all together, softmax and log-softmax, fp32, fp16
+// and bf16 (with masks of each type, a 16-bit tensor's also of the other
+// 16-bit type), on every path: (batch 2, heads 4, query rows 3) of rows of
+// 150 for softmax (not a multiple of 4: head and tail element by element
+// where rows take vector windows, the mask element by element) and 256 for
+// log-softmax (whole vectors: the mask read four or eight at a time), mask
+// (1, 2, 3, n) broadcast over batch and, by modulo, over heads (and once
+// (2, 2, 3, n), a mask per batch).
 TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
     const uint64_t batch = 2, heads = 4, query_rows = 3;
     // Sinks near the rows' maxima (logits are normal(0, 4)), so that they
     // weigh in the normaliser.
     const std::vector<float> sinks = {8.0f, 12.0f, -kInf, 10.0f};
     uint32_t variant = 0, runs = 0;
-    for (Dtype dtype : {Dtype::f32, Dtype::f16})
+    for (Dtype dtype : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (bool log : {false, true})
             for (int option = 0; option < 6; ++option) {
                 const uint64_t n = log ? 256 : 150;
@@ -146,7 +148,9 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
                 switch (option) {
                     case 0: a.mask = true; a.mask_dtype = Dtype::f32; break;
                     case 1: a.causal = true; a.causal_offset = static_cast<int64_t>(n) - 10; break;
-                    case 2: a.mask = true; a.mask_dtype = Dtype::f16; a.alibi_max_bias = 8.0; break;
+                    case 2:  // a 16-bit mask of the other kind than the tensor's
+                        a.mask = true; a.mask_dtype = dtype == Dtype::f16 ? Dtype::bf16 : Dtype::f16;
+                        a.alibi_max_bias = 8.0; break;
                     case 3: a.sinks = true; break;
                     case 4: a.lse = true; p.scale = 1.0 / std::sqrt(128.0); break;
                     default:
@@ -169,7 +173,7 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
                 }
                 ++variant;
             }
-    EXPECT_GE(runs, 24u) << "cases run";
+    EXPECT_GE(runs, 36u) << "cases run";
 }
 
 // A mask that leaves one element per row gives exactly 1 there and 0

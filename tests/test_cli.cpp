@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "vksoftmax/accuracy.hpp"
 #include "vksoftmax/cpu.hpp"
 #include "vksoftmax/half.hpp"
 
@@ -200,50 +201,63 @@ TEST_F(Cli, DemoChecksBothPaths) {
     EXPECT_EQ(r.out.find("FAILED"), std::string::npos) << r.out;
 }
 
-// Every axis of a 3-D tensor, both dtypes, both backends, log and
-// temperature: the output file against the float64 reference.
+// Every axis of a 3-D tensor, each storage type (bf16 as ml_dtypes saves it,
+// '<V2'), both backends, log and temperature: the output file, in the
+// input's type, against the float64 reference.
 TEST_F(Cli, RoundTripsMatchTheReference) {
     const std::vector<uint64_t> dims = {3, 17, 5};
     const auto x = logits(3 * 17 * 5);
-    std::vector<uint16_t> xh(x.size());
-    for (size_t i = 0; i < x.size(); ++i) xh[i] = vksoftmax::float_to_half(x[i]);
-    spit(path("x32.npy"), npy("<f4", "(3, 17, 5)", bytes_of(x)));
-    spit(path("x16.npy"), npy("<f2", "(3, 17, 5)", bytes_of(xh)));
+    struct Stored {
+        vksoftmax::Dtype dtype;
+        const char* descr;
+        std::string file;
+    };
+    std::vector<Stored> stored = {{vksoftmax::Dtype::f32, "'<f4'", path("x32.npy")},
+                                  {vksoftmax::Dtype::f16, "'<f2'", path("x16.npy")},
+                                  {vksoftmax::Dtype::bf16, "'<V2'", path("xbf16.npy")}};
+    spit(stored[0].file, npy("<f4", "(3, 17, 5)", bytes_of(x)));
+    for (size_t k = 1; k < stored.size(); ++k) {
+        std::vector<uint16_t> bits(x.size());
+        for (size_t i = 0; i < x.size(); ++i) bits[i] = vksoftmax::to_16bit(stored[k].dtype, x[i]);
+        spit(stored[k].file, npy(k == 1 ? "<f2" : "<V2", "(3, 17, 5)", bytes_of(bits)));
+    }
+    auto value_at = [](const std::string& data, vksoftmax::Dtype dtype, size_t i) {
+        if (dtype == vksoftmax::Dtype::f32) {
+            float f;
+            std::memcpy(&f, data.data() + 4 * i, 4);
+            return double(f);
+        }
+        uint16_t h;
+        std::memcpy(&h, data.data() + 2 * i, 2);
+        return double(vksoftmax::from_16bit(dtype, h));
+    };
     for (const char* backend : {"gpu", "cpu"})
-        for (bool f16 : {false, true})
+        for (const Stored& in : stored)
             for (int axis : {0, 1, 2, -1})
                 for (const std::string extra : {"", " --log", " --temperature 0.5", " --scale 2"}) {
-                    const std::string in = path(f16 ? "x16.npy" : "x32.npy"), out = path("y.npy");
-                    const std::string args = "run -i " + in + " -o " + out + " --axis " + std::to_string(axis) +
+                    const std::string out = path("y.npy");
+                    const std::string args = "run -i " + in.file + " -o " + out + " --axis " + std::to_string(axis) +
                                              " --backend " + backend + extra;
                     Result r = cli(args);
                     ASSERT_EQ(r.code, 0) << args << ": " << r.err;
-                    EXPECT_NE(header_of(out).find(f16 ? "'<f2'" : "'<f4'"), std::string::npos) << header_of(out);
+                    EXPECT_NE(header_of(out).find(in.descr), std::string::npos) << header_of(out);
                     EXPECT_NE(header_of(out).find("(3, 17, 5)"), std::string::npos) << header_of(out);
                     vksoftmax::Problem p;
                     p.shape = vksoftmax::shape_for_axis(dims, axis);
-                    p.dtype = f16 ? vksoftmax::Dtype::f16 : vksoftmax::Dtype::f32;
+                    p.dtype = in.dtype;
                     p.log = extra == " --log";
                     p.temperature = extra == " --temperature 0.5" ? 0.5 : 1.0;
                     p.scale = extra == " --scale 2" ? 2.0 : 1.0;
+                    const std::string x_bytes = data_of(in.file);
                     std::vector<double> xd(x.size()), ref(x.size());
-                    for (size_t i = 0; i < x.size(); ++i) xd[i] = f16 ? vksoftmax::half_to_float(xh[i]) : x[i];
+                    for (size_t i = 0; i < x.size(); ++i) xd[i] = value_at(x_bytes, in.dtype, i);
                     vksoftmax::cpu::softmax(p, xd.data(), ref.data());
                     const std::string d = data_of(out);
-                    ASSERT_EQ(d.size(), x.size() * (f16 ? 2 : 4)) << args;
-                    const double rel = f16 ? 2e-3 : 1e-5, floor = p.log ? 1.0 : (f16 ? 6.1e-5 : 1e-30);
+                    ASSERT_EQ(d.size(), x.size() * vksoftmax::dtype_size(in.dtype)) << args;
+                    const vksoftmax::Bound bound = vksoftmax::accuracy_bound(in.dtype, p.log);
                     for (size_t i = 0; i < x.size(); ++i) {
-                        double got;
-                        if (f16) {
-                            uint16_t h;
-                            std::memcpy(&h, d.data() + 2 * i, 2);
-                            got = vksoftmax::half_to_float(h);
-                        } else {
-                            float f;
-                            std::memcpy(&f, d.data() + 4 * i, 4);
-                            got = f;
-                        }
-                        ASSERT_LE(std::fabs(got - ref[i]), rel * std::max(std::fabs(ref[i]), floor))
+                        const double got = value_at(d, in.dtype, i);
+                        ASSERT_LE(std::fabs(got - ref[i]), bound.rel * std::max(std::fabs(ref[i]), bound.floor))
                             << args << ": element " << i << " got " << got << " want " << ref[i];
                     }
                 }
@@ -364,6 +378,24 @@ TEST_F(Cli, AttentionOptions) {
             EXPECT_NEAR(got, lse_ref[r2], 1e-5 * std::max(1.0f, std::fabs(lse_ref[r2]))) << backend << ": row " << r2;
         }
     }
+    // bf16: the tensor with 'descr' 'bfloat16', the mask as ml_dtypes saves
+    // it ('<V2'); --check judges the result against the float64 reference
+    // at bf16's bound, and the output keeps the input's type.
+    std::vector<uint16_t> x_bf16(x.size()), mask_bf16(mask.size());
+    for (size_t i = 0; i < x.size(); ++i) x_bf16[i] = vksoftmax::float_to_bf16(x[i]);
+    for (size_t i = 0; i < mask.size(); ++i) mask_bf16[i] = vksoftmax::float_to_bf16(mask[i]);
+    spit(path("x_bf16.npy"), npy("bfloat16", "(2, 4, 3, 50)", bytes_of(x_bf16)));
+    spit(path("mask_bf16.npy"), npy("<V2", "(1, 2, 3, 50)", bytes_of(mask_bf16)));
+    for (const char* backend : {"gpu", "cpu"}) {
+        const std::string args = "run -i " + path("x_bf16.npy") + " -o " + path("y_bf16.npy") + " --mask " +
+                                 path("mask_bf16.npy") + " --causal=40 --alibi 8 --sinks " + path("sinks.npy") +
+                                 " --scale 0.5 --check --backend " + backend;
+        Result r = cli(args);
+        ASSERT_EQ(r.code, 0) << args << ": " << r.err << r.out;
+        EXPECT_NE(r.out.find("; ok"), std::string::npos) << r.out;
+        EXPECT_NE(header_of(path("y_bf16.npy")).find("'<V2'"), std::string::npos) << header_of(path("y_bf16.npy"));
+        EXPECT_EQ(data_of(path("y_bf16.npy")).size(), 2 * x.size()) << args;
+    }
     spit(path("three_sinks.npy"), npy("<f4", "(3,)", bytes_of(std::vector<float>{1, 2, 3})));
     spit(path("mask_3_heads.npy"), npy("<f4", "(3, 3, 50)", bytes_of(std::vector<float>(450))));
     spit(path("mask_49.npy"), npy("<f4", "(3, 49)", bytes_of(std::vector<float>(147))));
@@ -376,6 +408,75 @@ TEST_F(Cli, AttentionOptions) {
     expect_failure(in + " --heads 3", 2, "attention heads 3");
     expect_failure(in + " --lse " + path("lse2.npy") + " --alibi -1 --mask " + path("mask.npy"), 2, "alibi_max_bias");
     EXPECT_TRUE(files_with("lse2").empty()) << "a refused run wrote its log-sum-exp";
+}
+
+// vksoftmax backward: y (a softmax or log-softmax output of random logits
+// along axis 1 of (4, 33, 5)) and dy in each storage type, on both
+// backends, against the float64 backward reference at the storage type's
+// bound; then the refusals, which write nothing.
+TEST_F(Cli, BackwardMatchesTheReference) {
+    const std::vector<uint64_t> dims = {4, 33, 5};
+    const size_t n = 4 * 33 * 5;
+    const auto x = logits(n), grad = logits(n);
+    for (const bool log : {false, true})
+        for (const vksoftmax::Dtype dtype : {vksoftmax::Dtype::f32, vksoftmax::Dtype::f16, vksoftmax::Dtype::bf16}) {
+            vksoftmax::Problem p;
+            p.shape = vksoftmax::shape_for_axis(dims, 1);
+            p.dtype = dtype;
+            p.log = log;
+            std::vector<double> xd(x.begin(), x.end()), y(n), dy(grad.begin(), grad.end());
+            vksoftmax::cpu::softmax(p, xd.data(), y.data());
+            vksoftmax::round_to(dtype, y);
+            vksoftmax::round_to(dtype, dy);
+            const char* descr = dtype == vksoftmax::Dtype::f32 ? "<f4" : dtype == vksoftmax::Dtype::f16 ? "<f2" : "<V2";
+            auto stored = [&](const std::vector<double>& v) {
+                if (dtype == vksoftmax::Dtype::f32) return bytes_of(std::vector<float>(v.begin(), v.end()));
+                std::vector<uint16_t> bits(v.size());
+                for (size_t i = 0; i < v.size(); ++i) bits[i] = vksoftmax::to_16bit(dtype, static_cast<float>(v[i]));
+                return bytes_of(bits);
+            };
+            spit(path("y.npy"), npy(descr, "(4, 33, 5)", stored(y)));
+            spit(path("dy.npy"), npy(descr, "(4, 33, 5)", stored(dy)));
+            p.backward = true;
+            p.scale = 0.25;
+            std::vector<double> ref(n);
+            vksoftmax::cpu::softmax_backward(p, y.data(), dy.data(), ref.data());
+            vksoftmax::round_to(dtype, ref);
+            for (const char* backend : {"gpu", "cpu"}) {
+                const std::string args = "backward -y " + path("y.npy") + " --dy " + path("dy.npy") + " -o " +
+                                         path("dx.npy") + " --axis 1 --scale 0.25 --check --backend " + backend +
+                                         (log ? " --log" : "");
+                Result r = cli(args);
+                ASSERT_EQ(r.code, 0) << args << ": " << r.err << r.out;
+                EXPECT_NE(r.out.find("; ok"), std::string::npos) << r.out;
+                EXPECT_NE(header_of(path("dx.npy")).find(std::string("'") + descr + "'"), std::string::npos)
+                    << header_of(path("dx.npy"));
+                const std::string d = data_of(path("dx.npy"));
+                ASSERT_EQ(d.size(), n * vksoftmax::dtype_size(dtype)) << args;
+                std::vector<double> got(n);
+                for (size_t i = 0; i < n; ++i) {
+                    if (dtype == vksoftmax::Dtype::f32) {
+                        float f;
+                        std::memcpy(&f, d.data() + 4 * i, 4);
+                        got[i] = f;
+                    } else {
+                        uint16_t h;
+                        std::memcpy(&h, d.data() + 2 * i, 2);
+                        got[i] = vksoftmax::from_16bit(dtype, h);
+                    }
+                }
+                const vksoftmax::Accuracy acc = vksoftmax::compare_backward(p, y, dy, got, ref);
+                EXPECT_TRUE(acc.within(vksoftmax::accuracy_bound(dtype, log).rel, 0.0)) << args << ": " << acc.describe();
+            }
+        }
+    spit(path("dy_short.npy"), npy("<f4", "(4, 33, 4)", bytes_of(std::vector<float>(4 * 33 * 4))));
+    spit(path("y32.npy"), npy("<f4", "(4, 33, 5)", bytes_of(std::vector<float>(n, 0.5f))));
+    // expect_failure() names the output (out.npy, which must survive).
+    const std::string base = "backward -y " + path("y32.npy") + " --dy ";
+    expect_failure(base + path("dy_short.npy"), 3, "they must match");
+    expect_failure(base + path("dy.npy"), 3, "is bf16 (4, 33, 5), y");
+    expect_failure(base + path("y32.npy") + " --axis 3", 2, "--axis 3 is out of range");
+    expect_failure(base + path("y32.npy") + " --scale 2 --temperature 2", 2, "scale");
 }
 
 TEST_F(Cli, BadInputsFailClearly) {

@@ -3,6 +3,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -166,6 +167,25 @@ TEST(Cpu, Float32AndFloat16Entries) {
     EXPECT_EQ(yh[0], 0x3800) << "0.5 in binary16";
 }
 
+TEST(Cpu, Bfloat16Entry) {
+    Problem p;
+    p.shape = {1, 3, 1};
+    p.dtype = Dtype::bf16;
+    // 0, ln 2, 1e30: bf16 holds 1e30 (fp16 would overflow), so the row is
+    // one-hot at it.
+    uint16_t x[3] = {0x0000, float_to_bf16(0.693147f), float_to_bf16(1e30f)}, y[3];
+    cpu::softmax(p, x, y);
+    EXPECT_EQ(y[0], 0x0000);
+    EXPECT_EQ(y[1], 0x0000);
+    EXPECT_EQ(y[2], 0x3F80) << "1.0 in bfloat16";
+    x[2] = 0x0000;
+    cpu::softmax(p, x, y);  // weights 1 : 2 : 1 (ln 2 rounds to 0.69140625: 1.9966)
+    EXPECT_EQ(bf16_to_float(y[0]), bf16_to_float(y[2]));
+    EXPECT_NEAR(bf16_to_float(y[1]), 0.4996, 0.002) << "2 / 4.0032, rounded to bf16";
+    p.dtype = Dtype::f32;
+    EXPECT_THROW(cpu::softmax(p, x, y), Error) << "16-bit storage for an f32 problem";
+}
+
 TEST(Cpu, RejectsBadTemperature) {
     Problem p;
     p.shape = {1, 2, 1};
@@ -201,5 +221,36 @@ TEST(Half, EveryHalfRoundTrips) {
             continue;
         }
         ASSERT_EQ(float_to_half(f), h) << "binary16 0x" << std::hex << h << " -> " << f;
+    }
+}
+
+TEST(Bfloat16, KnownValues) {
+    EXPECT_EQ(float_to_bf16(1.0f), 0x3F80);
+    EXPECT_EQ(float_to_bf16(-2.0f), 0xC000);
+    EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3F80) << "tie at 1 + 2^-8 rounds to even (down)";
+    EXPECT_EQ(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82) << "tie at 1 + 3 * 2^-8 rounds to even (up)";
+    EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3F81) << "just past a tie rounds up";
+    EXPECT_EQ(float_to_bf16(std::numeric_limits<float>::max()), 0x7F80) << "FLT_MAX rounds up to inf";
+    EXPECT_EQ(float_to_bf16(3.3895314e38f), 0x7F7F) << "bf16's largest finite value";
+    EXPECT_EQ(float_to_bf16(-std::numeric_limits<float>::infinity()), 0xFF80);
+    EXPECT_EQ(float_to_bf16(std::numeric_limits<float>::denorm_min()), 0x0000) << "2^-149 rounds to 0";
+    EXPECT_EQ(float_to_bf16(std::ldexp(1.0f, -133)), 0x0001) << "smallest bf16 subnormal";
+    const uint16_t nan = float_to_bf16(std::numeric_limits<float>::quiet_NaN());
+    EXPECT_TRUE((nan & 0x7F80) == 0x7F80 && (nan & 0x0040)) << "NaN stays a quiet NaN: 0x" << std::hex << nan;
+    uint32_t signalling_bits = 0x7F800001u;  // a NaN whose payload is only in the low half
+    float signalling;
+    std::memcpy(&signalling, &signalling_bits, 4);
+    EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(signalling)))) << "a low-payload NaN must not become inf";
+    EXPECT_EQ(bf16_to_float(0x3EAB), 0.333984375f);
+}
+
+TEST(Bfloat16, EveryBfloat16RoundTrips) {
+    for (uint32_t b = 0; b < 0x10000; ++b) {
+        const float f = bf16_to_float(static_cast<uint16_t>(b));
+        if (std::isnan(f)) {
+            EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(f)))) << std::hex << b;
+            continue;
+        }
+        ASSERT_EQ(float_to_bf16(f), b) << "bfloat16 0x" << std::hex << b << " -> " << f;
     }
 }

@@ -702,6 +702,64 @@ TEST_P(Embed, AttentionOptionsOnTheHostsBuffers) {
     vksm_context_destroy(ctx);
 }
 
+// The backward pass through the C API on the host's buffers, worked out by
+// hand: softmax y = (1/2, 1/4, 1/4), dy = (1, 0, 2), scale 2: sum y dy =
+// 1, dx = 2 y (dy - 1) = (0, -1/2, 1/2); log-softmax of the same row
+// (y = log of it), dy = (1, 1, 1): dx = 2 (dy - exp(y) 3) = (-1, 1/2, 1/2).
+// Then the refusals: vksm_record() of a backward plan, a missing dy.
+TEST_P(Embed, BackwardOnTheHostsBuffers) {
+    vksm_context ctx = nullptr;
+    const vksm_context_desc host_desc = desc();
+    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
+    for (int log : {0, 1}) {
+        vksm_problem p{};
+        p.outer = 1;
+        p.axis = 3;
+        p.inner = 1;
+        p.dtype = VKSM_F32;
+        p.log = log;
+        p.scale = 2.0;
+        p.backward = 1;
+        vksm_plan plan = nullptr;
+        ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS) << vksm_context_last_error(ctx);
+        void *y_map, *dy_map, *dx_map;
+        VkBuffer y = buffer(12, &y_map), dy = buffer(12, &dy_map), dx = buffer(12, &dx_map);
+        const float probs[3] = {0.5f, 0.25f, 0.25f};
+        float yv[3], dyv[3];
+        for (int i = 0; i < 3; ++i) {
+            yv[i] = log ? std::log(probs[i]) : probs[i];
+            dyv[i] = log ? 1.0f : (i == 0 ? 1.0f : i == 1 ? 0.0f : 2.0f);
+        }
+        std::memcpy(y_map, yv, 12);
+        std::memcpy(dy_map, dyv, 12);
+        VkCommandBuffer cb = command_buffer();
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        vkBeginCommandBuffer(cb, &bi);
+        host_writes_to_shaders(cb);
+        ASSERT_EQ(vksm_record_backward(plan, cb, {y, 0, 12}, {dy, 0, 12}, {dx, 0, 12}, {VK_NULL_HANDLE, 0, 0},
+                                       VK_NULL_HANDLE, 0),
+                  VKSM_SUCCESS)
+            << vksm_context_last_error(ctx);
+        shader_writes_to_host(cb);
+        vkEndCommandBuffer(cb);
+        submit({cb});
+        const float* out = static_cast<const float*>(dx_map);
+        const float want[2][3] = {{0.0f, -0.5f, 0.5f}, {-1.0f, 0.5f, 0.5f}};
+        for (int i = 0; i < 3; ++i) EXPECT_NEAR(out[i], want[log][i], 1e-6) << (log ? "log-softmax" : "softmax") << " dx " << i;
+        EXPECT_EQ(vksm_record(plan, cb, {y, 0, 12}, {dx, 0, 12}, {VK_NULL_HANDLE, 0, 0}, VK_NULL_HANDLE, 0),
+                  VKSM_ERROR_INVALID_ARGUMENT);
+        EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("record_backward"), std::string::npos)
+            << vksm_context_last_error(ctx);
+        EXPECT_EQ(vksm_record_backward(plan, cb, {y, 0, 12}, {VK_NULL_HANDLE, 0, 0}, {dx, 0, 12}, {VK_NULL_HANDLE, 0, 0},
+                                       VK_NULL_HANDLE, 0),
+                  VKSM_ERROR_INVALID_ARGUMENT);
+        EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("gradient dy"), std::string::npos)
+            << vksm_context_last_error(ctx);
+        vksm_plan_destroy(plan);
+    }
+    vksm_context_destroy(ctx);
+}
+
 TEST_P(Embed, SaysWhichFeaturesAreMissing) {
     // Neither push descriptors nor a pool: refused, saying what would do.
     vksm_context_desc d = desc();
@@ -721,8 +779,17 @@ TEST_P(Embed, SaysWhichFeaturesAreMissing) {
     EXPECT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_ERROR_UNSUPPORTED);
     EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("storageBuffer16BitAccess"), std::string::npos)
         << vksm_context_last_error(ctx);
+    p.dtype = VKSM_BF16;  // bf16 moves as 16-bit integers: the same feature
+    EXPECT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("bf16 tensors need storageBuffer16BitAccess"),
+              std::string::npos)
+        << vksm_context_last_error(ctx);
     vksm_problem bad{4, 64, 1, VKSM_F32, 0, -1.0, VKSM_PRECISION_FAST};
     EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    bad = {4, 64, 1, static_cast<vksm_dtype>(3), 0, 1.0, VKSM_PRECISION_FAST};
+    EXPECT_EQ(vksm_plan_create(ctx, &bad, &plan), VKSM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("unknown dtype 3"), std::string::npos)
+        << vksm_context_last_error(ctx);
     vksm_context_destroy(ctx);
 }
 

@@ -287,6 +287,63 @@ TEST_F(Gpu, RowsOfFewLanes) {
 
 // The access width the plan picks: 16 bytes wherever rows are contiguous
 // (4097: the body in vectors, head and tail element by element), and never
+// bf16 on every path, at 1-, 4- and 8-element accesses and in windows
+// (rows of 1009), with the values that set it apart from fp16: logits of
+// 1e30 (fp16's range ends at 65504) and 3e38, NaN, +-inf and -inf rows.
+// Closed forms: a row of -1e30 with one 1e30 is one-hot (log: 0 and
+// -2e30); equal logits of 3e38 give 1/n each, rounded to bf16.
+TEST_F(Gpu, Bf16OnEveryPath) {
+    const DeviceInfo& d = ctx().info();
+    struct Rows {
+        uint64_t cols, inner;
+    };
+    for (Path path : {Path::subgroup_row, Path::workgroup_row, Path::split}) {
+        if (path == Path::subgroup_row && !d.subgroup_arithmetic()) continue;
+        for (const Rows& r : {Rows{40, 1}, Rows{1000, 1}, Rows{1004, 1}, Rows{1009, 1}, Rows{4096, 1}, Rows{1000, 3}})
+            for (bool log : {false, true}) {
+                Problem p = rows_of(6, r.cols, Dtype::bf16, log);
+                p.shape = {6 / r.inner, r.cols, r.inner};
+                PlanOptions o;
+                o.path = path;
+                auto x = random_logits(p.shape.elements(), fresh_seed());
+                auto at = [&](uint64_t row, uint64_t i) { return p.shape.row_start(row) + i * p.shape.inner; };
+                for (uint64_t i = 0; i < r.cols; ++i) {
+                    x[at(0, i)] = i == r.cols / 2 ? 1e30f : -1e30f;  // one-hot
+                    x[at(1, i)] = 3e38f;                              // uniform
+                    x[at(4, i)] = -kInf;                              // NaN row
+                }
+                x[at(2, 3)] = kNaN;
+                x[at(3, r.cols - 1)] = kInf;
+                Outcome out = run_and_compare(p, x, o);
+                const Bound b = accuracy_bound(p.dtype, p.log);
+                EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(p, o) << ": " << out.acc.describe();
+                // Rounding to nearest even: the output differs from the
+                // correctly rounded reference only where fp32's error tips a
+                // near-tie (truncating would miss about half the elements).
+                uint64_t finite = 0, differing = 0;
+                for (size_t i = 0; i < out.got.size(); ++i)
+                    if (std::isfinite(out.ref[i])) {
+                        ++finite;
+                        differing += out.got[i] != out.ref[i];
+                    }
+                EXPECT_LE(differing * 100, finite)
+                    << describe(p, o) << ": " << differing << " of " << finite
+                    << " finite outputs differ from the reference rounded to bf16 (over 1%: not round to nearest even)";
+                auto bf16 = [](double v) { return from_16bit(Dtype::bf16, to_16bit(Dtype::bf16, static_cast<float>(v))); };
+                const double cold = log ? bf16(-2.0 * bf16(1e30)) : 0.0;  // log: -1e30 - 1e30
+                const double uniform = bf16(log ? -std::log(double(r.cols)) : 1.0 / double(r.cols));
+                for (uint64_t i = 0; i < r.cols; ++i) {
+                    const double hot = i == r.cols / 2 ? (log ? 0.0 : 1.0) : cold;
+                    ASSERT_EQ(out.got[at(0, i)], hot) << describe(p, o) << ": row 0 (one-hot at 1e30), element " << i;
+                    ASSERT_NEAR(out.got[at(1, i)], uniform, std::fabs(uniform) * b.rel)
+                        << describe(p, o) << ": row 1 (all 3e38), element " << i;
+                    ASSERT_TRUE(std::isnan(out.got[at(2, i)]) && std::isnan(out.got[at(4, i)]))
+                        << describe(p, o) << ": rows 2 (a NaN) and 4 (all -inf) must be NaN, element " << i;
+                }
+            }
+    }
+}
+
 // 8-element fp16 accesses with an odd slot count (they fill slot pairs; the
 // plan rounds its own counts up to even for them: 12888).
 TEST_F(Gpu, PlanPicksAccessWidth) {
@@ -298,7 +355,8 @@ TEST_F(Gpu, PlanPicksAccessWidth) {
     };
     for (const Want& w : {Want{Dtype::f32, 4096, 1, 0, 4}, Want{Dtype::f16, 4096, 1, 0, 8}, Want{Dtype::f16, 4100, 1, 0, 4},
                           Want{Dtype::f16, 4096, 1, 3, 4}, Want{Dtype::f32, 4097, 1, 0, 4}, Want{Dtype::f16, 4097, 1, 0, 4},
-                          Want{Dtype::f16, 4096, 3, 0, 1}, Want{Dtype::f16, 12888, 1, 0, 8}}) {
+                          Want{Dtype::f16, 4096, 3, 0, 1}, Want{Dtype::f16, 12888, 1, 0, 8}, Want{Dtype::bf16, 4096, 1, 0, 8},
+                          Want{Dtype::bf16, 4100, 1, 0, 4}, Want{Dtype::bf16, 4096, 3, 0, 1}}) {
         Problem p;
         p.shape = {2, w.cols, w.inner};
         p.dtype = w.dt;
@@ -365,14 +423,14 @@ TEST_F(Gpu, OddRowsHeadAndTail) {
     };
     for (const Case& c : kCases) {
         if (c.path == Path::subgroup_row && !d.subgroup_arithmetic()) continue;
-        for (Dtype dt : {Dtype::f32, Dtype::f16})
+        for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
             for (bool log : {false, true}) {
                 PlanOptions o;
                 o.path = c.path;
                 o.chunk_elements = c.chunk;
                 const Problem p = rows_of(9, c.cols, dt, log);
                 const Plan plan = make_plan(ctx(), p, o);
-                const bool windows = c.path != Path::split || dt == Dtype::f16;
+                const bool windows = c.path != Path::split || dtype_size(dt) == 2;
                 ASSERT_EQ(plan.key[0].odd_rows, windows) << describe(p, o) << ": rows of " << c.cols;
                 ASSERT_EQ(plan.key[0].kind, c.kind) << describe(p, o) << ": not the kind this case is for";
                 Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, c.cols), o);

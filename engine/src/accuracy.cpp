@@ -7,6 +7,19 @@
 #include "vksoftmax/half.hpp"
 
 namespace vksoftmax {
+namespace {
+
+// One finite output's error into `a`: its worst element by relative error.
+void add_error(Accuracy& a, uint64_t at, double got, double ref, double err, double rel) {
+    a.max_abs = std::max(a.max_abs, err);
+    if (rel <= a.max_rel) return;
+    a.max_rel = rel;
+    a.worst_index = at;
+    a.worst_got = got;
+    a.worst_ref = ref;
+}
+
+}  // namespace
 
 bool Accuracy::within(double rel_tol, double abs_tol) const {
     return nonfinite_mismatches == 0 && (max_rel <= rel_tol || max_abs <= abs_tol);
@@ -23,6 +36,7 @@ std::string Accuracy::describe() const {
 }
 
 Bound accuracy_bound(Dtype dtype, bool log, Precision precision) {
+    if (dtype == Dtype::bf16) return {1.6e-2, log ? 1.0 : 1e-30};
     const double rel = dtype == Dtype::f16 ? 2e-3 : precision == Precision::accurate ? 4e-6 : 1e-5;
     return {rel, log ? 1.0 : dtype == Dtype::f32 ? 1e-30 : 6.103515625e-05};
 }
@@ -38,7 +52,7 @@ std::vector<double> to_double(const void* data, size_t n, Dtype dtype) {
         } else {
             uint16_t h;
             std::memcpy(&h, bytes + 2 * i, 2);
-            out[i] = half_to_float(h);
+            out[i] = from_16bit(dtype, h);
         }
     }
     return out;
@@ -46,7 +60,7 @@ std::vector<double> to_double(const void* data, size_t n, Dtype dtype) {
 
 void round_to(Dtype dtype, std::vector<double>& values) {
     for (double& v : values)
-        v = dtype == Dtype::f32 ? double(float(v)) : double(half_to_float(float_to_half(float(v))));
+        v = dtype == Dtype::f32 ? double(float(v)) : double(from_16bit(dtype, to_16bit(dtype, float(v))));
 }
 
 Accuracy compare(const Problem& problem, const std::vector<double>& got, const std::vector<double>& ref) {
@@ -69,17 +83,45 @@ Accuracy compare(const Problem& problem, const std::vector<double>& got, const s
             sum += problem.log ? std::exp(g) : g;
             const double err = std::fabs(g - r);
             const double rel = err / std::max(std::fabs(r), floor);
-            a.max_abs = std::max(a.max_abs, err);
-            if (rel > a.max_rel) {
-                a.max_rel = rel;
-                a.worst_index = at;
-                a.worst_got = g;
-                a.worst_ref = r;
-            }
+            add_error(a, at, g, r, err, rel);
         }
         // log-softmax rows with -inf elements still sum to 1 in exp space.
         if (s.axis > 0 && (finite_row || !std::isnan(ref[base])))
             a.max_row_sum_error = std::max(a.max_row_sum_error, std::fabs(sum - 1.0));
+    }
+    return a;
+}
+
+Accuracy compare_backward(const Problem& problem, const std::vector<double>& y, const std::vector<double>& dy,
+                          const std::vector<double>& got, const std::vector<double>& ref) {
+    const double k = logit_multiplier(problem);
+    // dx is a value, not a log: the softmax floor, below which outputs are
+    // judged absolutely (a GPU may flush an fp32 subnormal y to 0).
+    const double floor = accuracy_bound(problem.dtype, false, problem.precision).floor;
+    const Shape& s = problem.shape;
+    Accuracy a;
+    for (uint64_t row = 0; row < s.rows(); ++row) {
+        const uint64_t base = s.row_start(row);
+        double magnitude = 0;  // sum |y dy| (log-softmax: sum |dy|)
+        for (uint64_t i = 0; i < s.axis; ++i) {
+            const uint64_t at = base + i * s.inner;
+            magnitude += problem.log ? std::fabs(dy[at]) : std::fabs(y[at] * dy[at]);
+        }
+        for (uint64_t i = 0; i < s.axis; ++i) {
+            const uint64_t at = base + i * s.inner;
+            const double g = got[at], r = ref[at];
+            if (!std::isfinite(r) || !std::isfinite(g)) {
+                const bool same = (std::isnan(r) && std::isnan(g)) || (std::isinf(r) && g == r);
+                if (!same) ++a.nonfinite_mismatches;
+                continue;
+            }
+            const double p = problem.log ? (y[at] == -INFINITY ? 0.0 : std::exp(y[at])) : std::fabs(y[at]);
+            const double scale = std::fabs(r) + k * (problem.log ? std::fabs(dy[at]) + p * magnitude
+                                                                 : p * (std::fabs(dy[at]) + magnitude));
+            const double err = std::fabs(g - r);
+            const double rel = err / std::max(scale, floor);
+            add_error(a, at, g, r, err, rel);
+        }
     }
     return a;
 }

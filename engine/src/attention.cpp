@@ -42,8 +42,8 @@ AttentionLayout attention_layout(const Problem& problem) {
                " do not divide the tensor's " + std::to_string(rows) + " rows");
     l.batch = rows / (l.heads * l.query_rows);
     if (a.mask) {
-        if (a.mask_dtype != Dtype::f32 && a.mask_dtype != Dtype::f16)
-            refuse(std::string("attention mask dtype ") + dtype_name(a.mask_dtype) + " is not f32 or f16");
+        if (a.mask_dtype != Dtype::f32 && a.mask_dtype != Dtype::f16 && a.mask_dtype != Dtype::bf16)
+            refuse("attention mask dtype " + std::to_string(static_cast<int>(a.mask_dtype)) + " is not f32, f16 or bf16");
         l.mask_batch = a.mask_batch;
         l.mask_heads = a.mask_heads;
         l.mask_rows = a.mask_rows ? a.mask_rows : l.query_rows;

@@ -36,7 +36,8 @@ std::vector<Touched> touched_ranges(const std::vector<Bound>& bound) {
             const VkDescriptorBufferInfo& info = p.bindings.info[b];
             // The input stands in for an unused binding: nothing touches it there.
             if (!binding_bytes(*p.plan, b)) continue;
-            ranges.push_back({info.buffer, info.offset, info.offset + info.range, kWritten[b], p.item, kWhat[b]});
+            const char* what = b == 3 && p.plan->problem.backward ? "gradient" : kWhat[b];
+            ranges.push_back({info.buffer, info.offset, info.offset + info.range, kWritten[b], p.item, what});
         }
     return ranges;
 }
@@ -69,7 +70,7 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
         if (items[i].plan->passes > 0)
             bound.push_back({i, items[i].plan,
                              checked_bindings(ctx, *items[i].plan, items[i].in, items[i].out, items[i].workspace,
-                                              items[i].attention)});
+                                              items[i].attention, items[i].gradient)});
     }
     check_no_aliasing(bound);
     // Each problem's ranges (Plan::ranges), with their descriptor sets.

@@ -130,16 +130,24 @@ vksm_result vksm_pipeline_cache_data(vksm_context context, void* data, size_t* s
 
 namespace {
 
+// A C storage type's engine Dtype; Error(invalid_argument) naming `field`
+// for a value outside vksm_dtype.
+vksoftmax::Dtype dtype_of(int value, const char* field) {
+    switch (value) {
+    case VKSM_F32: return vksoftmax::Dtype::f32;
+    case VKSM_F16: return vksoftmax::Dtype::f16;
+    case VKSM_BF16: return vksoftmax::Dtype::bf16;
+    }
+    throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, std::string("unknown ") + field + " " + std::to_string(value));
+}
+
 // The attention options of a C problem (zeros: the defaults).
 vksoftmax::Attention attention_of(const vksm_problem& problem) {
     vksoftmax::Attention a;
     a.heads = problem.heads ? problem.heads : 1;
     a.query_rows = problem.query_rows;
     a.mask = problem.mask != 0;
-    const int mask_dtype = raw_value(problem.mask_dtype);
-    if (a.mask && mask_dtype != VKSM_F32 && mask_dtype != VKSM_F16)
-        throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, "unknown mask_dtype " + std::to_string(mask_dtype));
-    a.mask_dtype = mask_dtype == VKSM_F16 ? vksoftmax::Dtype::f16 : vksoftmax::Dtype::f32;
+    if (a.mask) a.mask_dtype = dtype_of(raw_value(problem.mask_dtype), "mask_dtype");
     a.mask_batch = problem.mask_batch ? problem.mask_batch : 1;
     a.mask_heads = problem.mask_heads ? problem.mask_heads : 1;
     a.mask_rows = problem.mask_rows;
@@ -161,17 +169,16 @@ vksm_result vksm_plan_create(vksm_context context, const vksm_problem* problem, 
     return guarded(context, [&] {
         vksoftmax::Problem p;
         p.shape = {problem->outer, problem->axis, problem->inner};
-        const int dtype = raw_value(problem->dtype), precision = raw_value(problem->precision);
-        if (dtype != VKSM_F32 && dtype != VKSM_F16)
-            throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, "unknown dtype " + std::to_string(dtype));
+        const int precision = raw_value(problem->precision);
+        p.dtype = dtype_of(raw_value(problem->dtype), "dtype");
         if (precision != VKSM_PRECISION_FAST && precision != VKSM_PRECISION_ACCURATE)
             throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, "unknown precision " + std::to_string(precision));
-        p.dtype = dtype == VKSM_F16 ? vksoftmax::Dtype::f16 : vksoftmax::Dtype::f32;
         p.log = problem->log != 0;
         p.temperature = problem->temperature == 0.0 ? 1.0 : problem->temperature;
         p.scale = problem->scale == 0.0 ? 1.0 : problem->scale;
         p.precision = precision == VKSM_PRECISION_ACCURATE ? vksoftmax::Precision::accurate : vksoftmax::Precision::fast;
         p.attention = attention_of(*problem);
+        p.backward = problem->backward != 0;
         auto plan = std::make_unique<vksm_plan_T>();
         plan->owner = context;
         plan->plan = vksoftmax::make_plan(*context->ctx, p);
@@ -217,6 +224,15 @@ vksm_result vksm_record_attention(vksm_plan plan, VkCommandBuffer command_buffer
     });
 }
 
+vksm_result vksm_record_backward(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer y, vksm_buffer dy,
+                                 vksm_buffer dx, vksm_buffer workspace, VkQueryPool timestamps, uint32_t first_query) {
+    if (!plan || !command_buffer) return VKSM_ERROR_INVALID_ARGUMENT;
+    return guarded(plan->owner, [&] {
+        vksoftmax::record_backward(*plan->owner->ctx, plan->plan, command_buffer, range_of(y), range_of(dy),
+                                   range_of(dx), range_of(workspace), {timestamps, first_query});
+    });
+}
+
 vksm_result vksm_record_batch(const vksm_batch_item* items, uint32_t count, VkCommandBuffer command_buffer,
                               VkQueryPool timestamps, uint32_t first_query) {
     if (!command_buffer || (count > 0 && !items)) return VKSM_ERROR_INVALID_ARGUMENT;
@@ -229,7 +245,7 @@ vksm_result vksm_record_batch(const vksm_batch_item* items, uint32_t count, VkCo
         for (uint32_t i = 0; i < count; ++i) {
             const vksm_batch_item& it = items[i];
             batch[i] = {&it.plan->plan, range_of(it.input), range_of(it.output), range_of(it.workspace),
-                        {range_of(it.mask), range_of(it.sinks), range_of(it.lse)}};
+                        {range_of(it.mask), range_of(it.sinks), range_of(it.lse)}, range_of(it.gradient)};
         }
         vksoftmax::record_batch(*owner->ctx, batch.data(), batch.size(), command_buffer, {timestamps, first_query});
     });

@@ -34,6 +34,9 @@ struct Case {
     // The attention options (attention cases: a mask with about one element
     // in eight -inf and mask row 5 entirely -inf; sinks near the rows' maxima).
     Attention attention;
+    // The backward pass: y is the forward output of the case's rows (edge
+    // rows included), dy normal(0, 1).
+    bool backward = false;
 };
 
 // An attention case of a (batch, heads, query_rows, n) tensor.
@@ -50,11 +53,11 @@ Case attention_case(const std::string& name, Dtype dtype, bool log, std::vector<
 // The attention buffers of a case: the mask (in its storage type) and the sinks.
 struct AttentionInputs {
     std::vector<float> mask;
-    std::vector<uint16_t> mask_half;
+    std::vector<uint16_t> mask_16bit;  // in the case's 16-bit mask type
     std::vector<float> sinks;
     AttentionData data(const Attention& a) const {
         AttentionData d;
-        if (a.mask) d.mask = a.mask_dtype == Dtype::f16 ? static_cast<const void*>(mask_half.data()) : mask.data();
+        if (a.mask) d.mask = a.mask_dtype != Dtype::f32 ? static_cast<const void*>(mask_16bit.data()) : mask.data();
         if (a.sinks) d.sinks = sinks.data();
         return d;
     }
@@ -69,7 +72,8 @@ AttentionInputs make_attention_inputs(const Case& c, std::mt19937& rng) {
         const bool masked_row = i / c.shape.axis == 5;
         in.mask[i] = masked_row || (rng() % 8 == 0) ? -kInf : value(rng);
     }
-    for (float v : in.mask) in.mask_half.push_back(float_to_half(v));
+    if (c.attention.mask_dtype != Dtype::f32)
+        for (float v : in.mask) in.mask_16bit.push_back(to_16bit(c.attention.mask_dtype, v));
     std::normal_distribution<float> near_max(10.f, 2.f);
     for (uint64_t h = 0; h < layout.heads; ++h) in.sinks.push_back(h == 1 ? -kInf : near_max(rng));
     return in;
@@ -85,7 +89,8 @@ std::vector<float> make_input(const Case& c, std::mt19937& rng) {
     for (float& v : x) v = logits(rng);
     if (!c.edge_rows) return x;
     const bool f16 = c.dtype == Dtype::f16;
-    const float big = f16 ? 65504.f : FLT_MAX;
+    // bf16's largest finite value; FLT_MAX would round up to inf.
+    const float big = f16 ? 65504.f : c.dtype == Dtype::bf16 ? 3.3895314e38f : FLT_MAX;
     auto row = [&](uint64_t r) { return x.data() + r * L; };
     const uint64_t at = L > 1 ? 1 + rng() % (L - 1) : 0;
     for (uint64_t i = 0; i < L; ++i) {
@@ -118,8 +123,8 @@ double ulp_distance(double got, double ref, Dtype dtype) {
         };
         return std::fabs(static_cast<double>(key(static_cast<float>(got)) - key(static_cast<float>(ref))));
     }
-    auto key = [](double v) {
-        const uint16_t h = float_to_half(static_cast<float>(v));
+    auto key = [dtype](double v) {
+        const uint16_t h = to_16bit(dtype, static_cast<float>(v));
         const int32_t mag = h & 0x7fff;
         return (h & 0x8000) ? -mag : mag;
     };
@@ -158,14 +163,38 @@ void add_attention_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
                                    dt, false, {1, 2, 12, 65537}, all, 0.5));
 }
 
+// The backward pass of softmax and log-softmax, on rows short and long
+// (edge rows: NaN and all -inf rows give NaN y, some -inf a 0 or -inf in
+// y), with scale 0.5 on the log-softmax ones; the full catalogue also
+// along a strided axis. Their names begin with "backward ", so that a
+// filter of "^f32 " leaves them out and "^backward " takes them alone.
+void add_backward_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
+    std::vector<uint64_t> lengths = {7, 1000, 4097, 65537};
+    if (!quick) lengths.insert(lengths.end(), {33, 129, 131071});
+    for (uint64_t L : lengths)
+        for (bool log : {false, true}) {
+            Case c{"backward " + std::string(dtype_name(dt)) + (log ? " log-softmax" : " softmax") + " 12x" +
+                       std::to_string(L) + (log ? " scale=0.5" : ""),
+                   {12, L, 1}, dt, log, 1.0, true};
+            c.scale = log ? 0.5 : 1.0;
+            c.backward = true;
+            cases.push_back(c);
+        }
+    if (quick) return;
+    Case strided{"backward " + std::string(dtype_name(dt)) + " softmax (4,33,9) axis 1", shape_for_axis({4, 33, 9}, 1), dt,
+                 false, 1.0, false};
+    strided.backward = true;
+    cases.push_back(strided);
+}
+
 std::vector<Case> catalogue(const Context& ctx, bool quick) {
     std::vector<uint64_t> lengths = {1, 7, 32, 33, 129, 1000, 4097, 65537};
     if (!quick)
         lengths.insert(lengths.end(),
                        {2, 3, 31, 63, 65, 127, 255, 257, 8191, 8193, 40000, 131071, (1u << 20) + 1});
     std::vector<Case> cases;
-    for (Dtype dt : {Dtype::f32, Dtype::f16}) {
-        if (dt == Dtype::f16 && !ctx.info().storage_16bit) continue;
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+        if (dtype_size(dt) == 2 && !ctx.info().storage_16bit) continue;
         for (uint64_t L : lengths)
             for (bool log : {false, true}) {
                 const uint64_t rows = L > 100000 ? 10 : 12;
@@ -187,6 +216,7 @@ std::vector<Case> catalogue(const Context& ctx, bool quick) {
         scaled.scale = 1.0 / std::sqrt(128.0);
         cases.push_back(scaled);
         add_attention_cases(dt, quick, cases);
+        add_backward_cases(dt, quick, cases);
     }
     const uint64_t max_groups = ctx.info().max_workgroup_count[0];
     if (max_groups <= (1u << 20))
@@ -236,7 +266,7 @@ struct Outputs {
     std::vector<double> inputs, got;
 };
 
-// Runs the case's input through the GPU; fp16 inputs are rounded first,
+// Runs the case's input through the GPU; 16-bit inputs are rounded first,
 // and `inputs` holds the rounded values the reference must see.
 Outputs run_on_gpu(Context& ctx, const Case& c, const Problem& p, const RunOptions& ro, const AttentionData& attention,
                    std::mt19937& rng) {
@@ -255,11 +285,11 @@ Outputs run_on_gpu(Context& ctx, const Case& c, const Problem& p, const RunOptio
     } else {
         std::vector<uint16_t> xh(n), yh(n);
         for (size_t i = 0; i < n; ++i) {
-            xh[i] = float_to_half(x[i]);
-            o.inputs[i] = half_to_float(xh[i]);
+            xh[i] = to_16bit(c.dtype, x[i]);
+            o.inputs[i] = from_16bit(c.dtype, xh[i]);
         }
         run(ctx, p, xh.data(), yh.data(), ro, attention);
-        for (size_t i = 0; i < n; ++i) o.got[i] = half_to_float(yh[i]);
+        for (size_t i = 0; i < n; ++i) o.got[i] = from_16bit(c.dtype, yh[i]);
     }
     return o;
 }
@@ -315,6 +345,49 @@ void judge_lse(const std::vector<float>& got, const std::vector<float>& ref, Res
     }
 }
 
+// A backward case: dx from y (the float64 forward of the case's rows,
+// rounded to the storage type) and dy, against the backward reference,
+// within the bound relative to the terms' size (compare_backward()).
+// There is no ULP figure: dx cancels by design.
+void check_backward(Context& ctx, const Case& c, const Problem& p, const RunOptions& ro, std::mt19937& rng,
+                    Result& r) {
+    const std::vector<float> x = make_input(c, rng);
+    const size_t n = x.size();
+    Problem forward = p;
+    forward.backward = false;
+    std::vector<double> xd(x.begin(), x.end()), y(n), dy(n), got(n), ref(n);
+    cpu::softmax(forward, xd.data(), y.data());
+    std::normal_distribution<double> grad(0.0, 1.0);
+    for (double& v : dy) v = grad(rng);
+    round_to(c.dtype, y);
+    round_to(c.dtype, dy);
+    if (c.dtype == Dtype::f32) {
+        std::vector<float> yf(y.begin(), y.end()), dyf(dy.begin(), dy.end()), dx(n);
+        run_backward(ctx, p, yf.data(), dyf.data(), dx.data(), ro);
+        got.assign(dx.begin(), dx.end());
+    } else {
+        std::vector<uint16_t> yh(n), dyh(n), dx(n);
+        for (size_t i = 0; i < n; ++i) {
+            yh[i] = to_16bit(c.dtype, static_cast<float>(y[i]));
+            dyh[i] = to_16bit(c.dtype, static_cast<float>(dy[i]));
+        }
+        run_backward(ctx, p, yh.data(), dyh.data(), dx.data(), ro);
+        for (size_t i = 0; i < n; ++i) got[i] = from_16bit(c.dtype, dx[i]);
+    }
+    cpu::softmax_backward(p, y.data(), dy.data(), ref.data());
+    round_to(c.dtype, ref);
+    const Accuracy a = compare_backward(p, y, dy, got, ref);
+    // The bound of the precision's fast mode: the error is the sum's.
+    r.rel_bound = accuracy_bound(c.dtype, c.log).rel;
+    r.max_rel = a.max_rel;
+    r.nan_pattern_ok = a.nonfinite_mismatches == 0;
+    r.pass = r.nan_pattern_ok && r.max_rel <= r.rel_bound;
+    if (!r.nan_pattern_ok)
+        r.note = std::to_string(a.nonfinite_mismatches) + " non-finite mismatches";
+    else if (!r.pass)
+        r.note = "error over the bound: " + a.describe();
+}
+
 Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     Result r;
     r.case_name = c.name;
@@ -324,6 +397,12 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
         r.skipped = true;
         r.pass = true;
         r.note = "rows this long never take the subgroup-row path";
+        return r;
+    }
+    if (c.backward && v.path == Path::single_pass) {
+        r.skipped = true;
+        r.pass = true;
+        r.note = "the backward pass has no single-pass path";
         return r;
     }
     Problem p;
@@ -344,6 +423,11 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     if (v.path == Path::split || v.path == Path::single_pass) ro.plan.chunk_elements = 1;
     ro.plan.single_pass = SinglePass::allowed;
     ro.plan.single_pass_patience = v.patience;
+    if (c.backward) {
+        p.backward = true;
+        check_backward(ctx, c, p, ro, rng, r);
+        return r;
+    }
 
     const AttentionInputs attention = make_attention_inputs(c, rng);
     AttentionData gpu = attention.data(c.attention), reference = gpu;
@@ -384,6 +468,13 @@ Result checked(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng)
     }
 }
 
+// Options::filter's rule: `text` contains `filter`, or begins with what
+// follows a leading '^' ("^f16 " leaves out "bf16 " cases).
+bool selected(const std::string& text, const std::string& filter) {
+    if (!filter.empty() && filter[0] == '^') return text.compare(0, filter.size() - 1, filter, 1) == 0;
+    return text.find(filter) != std::string::npos;
+}
+
 }  // namespace
 
 std::vector<Result> run(Context& ctx, const Options& options, const std::function<void(const Result&)>& progress) {
@@ -391,7 +482,7 @@ std::vector<Result> run(Context& ctx, const Options& options, const std::functio
     std::vector<Result> results;
     for (const Case& c : catalogue(ctx, options.quick))
         for (const Variant& v : variants(ctx.info(), options.single_pass)) {
-            if (!options.filter.empty() && (c.name + " " + v.name()).find(options.filter) == std::string::npos) continue;
+            if (!selected(c.name + " " + v.name(), options.filter)) continue;
             const Result r = checked(ctx, c, v, rng);
             if (progress) progress(r);
             results.push_back(r);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "vksoftmax/attention.hpp"
+#include "vksoftmax/error.hpp"
 #include "vksoftmax/half.hpp"
 
 namespace vksoftmax::cpu {
@@ -48,11 +49,12 @@ double row(const std::vector<double>& z, double sink, bool log, Put put) {
 // Element e of the mask as a double.
 double mask_value(const Problem& p, const void* mask, uint64_t e) {
     if (p.attention.mask_dtype == Dtype::f32) return static_cast<const float*>(mask)[e];
-    return half_to_float(static_cast<const uint16_t*>(mask)[e]);
+    return from_16bit(p.attention.mask_dtype, static_cast<const uint16_t*>(mask)[e]);
 }
 
 template <typename Load, typename Store>
 void run(const Problem& p, const AttentionData& data, Load load, Store store) {
+    if (p.backward) throw Error(ErrorKind::invalid_argument, "a backward problem takes cpu::softmax_backward()");
     const double k = logit_multiplier(p);
     const Shape& s = p.shape;
     const Attention& a = p.attention;
@@ -78,7 +80,58 @@ void run(const Problem& p, const AttentionData& data, Load load, Store store) {
     }
 }
 
+// The backward pass over every row; `load(t, i)` reads element i of y
+// (t = 0) or dy (t = 1), `store(i, v)` writes dx.
+template <typename Load, typename Store>
+void run_backward(const Problem& p, Load load, Store store) {
+    const double k = logit_multiplier(p);
+    const Shape& s = p.shape;
+    std::vector<double> y(s.axis), dy(s.axis);
+    for (uint64_t r = 0; r < s.rows(); ++r) {
+        const uint64_t base = s.row_start(r);
+        double sum = 0;
+        bool bad = false;
+        for (uint64_t i = 0; i < s.axis; ++i) {
+            y[i] = load(0, base + i * s.inner);
+            dy[i] = load(1, base + i * s.inner);
+            const bool y_ok = std::isfinite(y[i]) || (p.log && y[i] == -kInf);
+            bad = bad || !y_ok || !std::isfinite(dy[i]);
+            sum += p.log ? dy[i] : y[i] * dy[i];
+        }
+        bad = bad || !std::isfinite(sum);
+        for (uint64_t i = 0; i < s.axis; ++i) {
+            const double v = bad ? kNan : p.log ? k * (dy[i] - (y[i] == -kInf ? 0.0 : std::exp(y[i])) * sum)
+                                                : k * y[i] * (dy[i] - sum);
+            store(base + i * s.inner, v);
+        }
+    }
+}
+
+void require_backward(const Problem& p) {
+    if (!p.backward) throw Error(ErrorKind::invalid_argument, "cpu::softmax_backward() takes a Problem::backward problem");
+}
+
 }  // namespace
+
+void softmax_backward(const Problem& problem, const double* y, const double* dy, double* dx) {
+    require_backward(problem);
+    run_backward(problem, [&](int t, uint64_t i) { return t == 0 ? y[i] : dy[i]; }, [&](uint64_t i, double v) { dx[i] = v; });
+}
+
+void softmax_backward(const Problem& problem, const float* y, const float* dy, float* dx) {
+    require_backward(problem);
+    run_backward(problem, [&](int t, uint64_t i) { return static_cast<double>(t == 0 ? y[i] : dy[i]); },
+                 [&](uint64_t i, double v) { dx[i] = static_cast<float>(v); });
+}
+
+void softmax_backward(const Problem& problem, const uint16_t* y, const uint16_t* dy, uint16_t* dx) {
+    require_backward(problem);
+    if (problem.dtype == Dtype::f32)
+        throw Error(ErrorKind::invalid_argument, "cpu::softmax_backward on 16-bit storage for an f32 problem");
+    const Dtype dtype = problem.dtype;
+    run_backward(problem, [&](int t, uint64_t i) { return static_cast<double>(from_16bit(dtype, t == 0 ? y[i] : dy[i])); },
+                 [&](uint64_t i, double v) { dx[i] = to_16bit(dtype, static_cast<float>(v)); });
+}
 
 void softmax(const Problem& problem, const double* in, double* out, const AttentionData& attention) {
     run(problem, attention, [&](uint64_t i) { return in[i]; }, [&](uint64_t i, double v) { out[i] = v; });
@@ -89,11 +142,14 @@ void softmax(const Problem& problem, const float* in, float* out, const Attentio
         [&](uint64_t i, double v) { out[i] = static_cast<float>(v); });
 }
 
-void softmax(const Problem& problem, const uint16_t* in_f16, uint16_t* out_f16, const AttentionData& attention) {
-    run(problem, attention, [&](uint64_t i) { return static_cast<double>(half_to_float(in_f16[i])); },
-        // double -> float -> half can round twice; the error stays far below
-        // the fp16 tolerance, and the GPU rounds the same way.
-        [&](uint64_t i, double v) { out_f16[i] = float_to_half(static_cast<float>(v)); });
+void softmax(const Problem& problem, const uint16_t* in, uint16_t* out, const AttentionData& attention) {
+    if (problem.dtype == Dtype::f32)
+        throw Error(ErrorKind::invalid_argument, "cpu::softmax on 16-bit storage for an f32 problem");
+    const Dtype dtype = problem.dtype;
+    run(problem, attention, [&](uint64_t i) { return static_cast<double>(from_16bit(dtype, in[i])); },
+        // double -> float -> 16 bits can round twice; the error stays far
+        // below the 16-bit tolerances, and the GPU rounds the same way.
+        [&](uint64_t i, double v) { out[i] = to_16bit(dtype, static_cast<float>(v)); });
 }
 
 }  // namespace vksoftmax::cpu

@@ -30,11 +30,12 @@ std::string PipelineKey::id() const {
            (kind == ShaderKind::single_pass ? "/patience" + std::to_string(patience) : "") + "/req" + std::to_string(required_subgroup_size) +
            (attention ? "/attention/mask" + std::to_string(mask) + (causal ? "/causal" : "") + (sinks ? "/sinks" : "") +
                             (lse ? "/lse" : "")
-                      : "");
+                      : "") +
+           (backward ? "/backward" : "");
 }
 
 uint32_t push_bytes(const PipelineKey& key) { return key.attention ? sizeof(PushConstants) : plain_push_bytes; }
-uint32_t binding_count(const PipelineKey& key) { return key.attention ? max_bindings : 3u; }
+uint32_t binding_count(const PipelineKey& key) { return key.attention ? max_bindings : key.backward ? 4u : 3u; }
 
 std::array<VkWriteDescriptorSet, max_bindings> buffer_writes(const DescriptorBuffers& buffers, VkDescriptorSet set) {
     std::array<VkWriteDescriptorSet, max_bindings> writes{};
@@ -101,6 +102,7 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
                                                                                 : SpirvReduction::subgroup;
     const SpirvBlob blob = key_.copy                             ? copy_spirv()
                            : key_.kind == ShaderKind::single_pass ? single_pass_spirv(key_.dtype, reduction, key_.attention)
+                           : key_.backward ? backward_spirv(key_.dtype, reduction, key_.row_lanes != 0)
                                                                   : softmax_spirv(key_.dtype, reduction, key_.row_lanes != 0, key_.attention);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = blob.count * sizeof(uint32_t);

@@ -139,7 +139,7 @@ bool chunked(Path path) { return path == Path::split || path == Path::single_pas
 bool vector_odd_rows(const Problem& problem, Path path, const Limits& l) {
     const Shape& s = problem.shape;
     if (s.inner != 1 || s.axis % 4 == 0 || s.axis <= 4ull * l.subgroup_size) return false;
-    return !chunked(path) || problem.dtype == Dtype::f16;
+    return !chunked(path) || dtype_size(problem.dtype) == 2;
 }
 
 // Elements per access on `path`: 16-byte vectors where rows are contiguous
@@ -152,7 +152,7 @@ uint32_t access_width(const Problem& problem, Path path, const Limits& l, uint32
     const Shape& s = problem.shape;
     const bool odd = s.axis % 4 != 0;
     if (s.inner != 1 || (odd && !vector_odd_rows(problem, path, l))) return 1;
-    if (problem.dtype != Dtype::f16 || slots % 2 != 0) return 4;
+    if (dtype_size(problem.dtype) != 2 || slots % 2 != 0) return 4;
     return s.axis % 8 == 0 || (odd && chunked(path)) ? 8 : 4;
 }
 
@@ -188,21 +188,29 @@ const char* path_name(Path p) {
 
 namespace {
 
+// The most vec4 slots an invocation holds for `problem`, of `most`
+// (tuning.hpp: kBf16MaxSlots).
+uint32_t slot_cap(const Problem& problem, uint32_t most) {
+    return problem.dtype == Dtype::bf16 ? std::min(most, kBf16MaxSlots) : most;
+}
+
 Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (options.path) {
         if (*options.path == Path::subgroup_row && !l.subgroup_reduction)
             throw Error(ErrorKind::unsupported, "the subgroup-row path needs subgroup arithmetic");
         if (*options.path == Path::single_pass) {
+            if (problem.backward) throw Error(ErrorKind::unsupported, "the backward pass has no single-pass path");
             const SinglePassRule rule = single_pass_rule(d, options.single_pass);
             if (!rule.allowed) throw Error(ErrorKind::unsupported, "the single-pass path is not allowed: " + rule.reason);
         }
         return *options.path;
     }
-    if (l.subgroup_reduction && row_window(problem, Path::subgroup_row, l) <= 4ull * kSubgroupRowSlots * l.subgroup_size)
+    if (l.subgroup_reduction &&
+        row_window(problem, Path::subgroup_row, l) <= 4ull * slot_cap(problem, kSubgroupRowSlots) * l.subgroup_size)
         return Path::subgroup_row;
     if (row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
         return Path::workgroup_row;
-    return single_pass_rule(d, options.single_pass).allowed ? Path::single_pass : Path::split;
+    return !problem.backward && single_pass_rule(d, options.single_pass).allowed ? Path::single_pass : Path::split;
 }
 
 }  // namespace
@@ -272,29 +280,31 @@ Geometry plan_subgroup_rows(const DeviceInfo& d, const Problem& problem, const L
         g.slots = kSlotRows;
     else
         g.slots = slots_for(problem, Path::subgroup_row, l, div_up(row_window(problem, Path::subgroup_row, l), 4ull * sg),
-                            kSubgroupRowSlots);
+                            slot_cap(problem, kSubgroupRowSlots));
     g.workgroup_size = std::min(cap, std::max(sg, g.slots == 1 ? kRowsWorkgroupShort : kRowsWorkgroup));
     g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
     g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
     return g;
 }
 
-// A workgroup owns a row, held in registers (fp16 rows past
-// kHalfRowSlotsAtMaxWorkgroup per invocation: read in tiles).
+// A workgroup owns a row, held in registers (fp16 rows, and the backward
+// pass's, past kHalfRowSlotsAtMaxWorkgroup per invocation: read in tiles).
 Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
     g.items = problem.shape.rows();
     const uint64_t axis = row_window(problem, Path::workgroup_row, l);
-    if (problem.dtype == Dtype::f16 && axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup) {
+    const bool tiles_at_max = dtype_size(problem.dtype) == 2 || problem.backward;
+    if (tiles_at_max && axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup) {
         g.workgroup_size = l.max_workgroup;
         g.slots = kHalfRowSlotsAtMaxWorkgroup;  // tiles shorter than the row: ShaderKind::row_in_tiles
         return g;
     }
+    const uint32_t most = slot_cap(problem, problem.backward ? kBackwardMaxSlots : kMaxSlots);
     uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
-    while (wg < l.max_workgroup && 4ull * kMaxSlots * wg < axis) wg *= 2;
+    while (wg < l.max_workgroup && 4ull * most * wg < axis) wg *= 2;
     g.workgroup_size = wg;
-    g.slots = slots_for(problem, Path::workgroup_row, l, div_up(axis, 4ull * wg), kMaxSlots);
+    g.slots = slots_for(problem, Path::workgroup_row, l, div_up(axis, 4ull * wg), most);
     return g;
 }
 
@@ -394,7 +404,10 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
     check_fits(d, layout.mask_elements, layout.mask_elements * dtype_size(a.mask_dtype));
     check_fits(d, layout.lse, layout.lse * 4);
     key.attention = true;
-    key.mask = !a.mask ? mask_none : a.mask_dtype == Dtype::f16 ? mask_f16 : mask_f32;
+    key.mask = !a.mask                       ? mask_none
+               : a.mask_dtype == Dtype::f16  ? mask_f16
+               : a.mask_dtype == Dtype::bf16 ? mask_bf16
+                                             : mask_f32;
     key.causal = a.causal;
     key.sinks = a.sinks;
     key.lse = a.lse;
@@ -435,8 +448,13 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     Plan plan;
     plan.problem = problem;
     const float inv_t = inverse_temperature(problem);
-    if (problem.dtype == Dtype::f16 && !d.storage_16bit)
-        throw Error(ErrorKind::unsupported, "fp16 tensors need storageBuffer16BitAccess, which " + d.name + " lacks");
+    if (problem.backward && problem.attention.any())
+        throw Error(ErrorKind::invalid_argument,
+                    "the backward pass takes no attention options (masks and sinks act through the forward output y): "
+                    "plan it without them");
+    if (dtype_size(problem.dtype) == 2 && !d.storage_16bit)
+        throw Error(ErrorKind::unsupported, std::string(dtype_name(problem.dtype)) +
+                                                " tensors need storageBuffer16BitAccess, which " + d.name + " lacks");
     const Shape& shape = problem.shape;
     uint64_t rows = 0, elements = 0;
     if (__builtin_mul_overflow(shape.outer, shape.inner, &rows) || __builtin_mul_overflow(rows, shape.axis, &elements))
@@ -490,6 +508,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     key.workgroup_size = g.workgroup_size;
     key.slots = g.slots;
     plan_attention(d, problem, inv_t, plan, key);
+    key.backward = problem.backward;
     // A slot row is one slot wide: 4-wide (or scalar, for rows of a few
     // lanes), never a 16-byte pair.
     key.vec = slot_rows ? access_width(problem, path, l, 1) : access_width(problem, path, l, g.slots);
@@ -504,7 +523,8 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         plan.key[p] = key;
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows);
     }
-    plan.label = std::string("vksoftmax ") + (problem.log ? "log-softmax " : "softmax ") + dtype_name(problem.dtype) +
+    plan.label = std::string("vksoftmax ") + (problem.log ? "log-softmax " : "softmax ") +
+                 (problem.backward ? "backward " : "") + dtype_name(problem.dtype) +
                  " " + to_string(shape) + " (" + path_name(path) + (key.attention ? ", attention options" : "") + ")";
     return plan;
 }
@@ -536,19 +556,22 @@ VkDescriptorSet descriptor_set_for(const Context& ctx, const Plan& plan, const B
 }  // namespace
 
 uint64_t binding_bytes(const Plan& plan, uint32_t i) {
+    const uint64_t third = plan.problem.backward ? plan.tensor_bytes : plan.mask_bytes;  // dy, or the mask
     const uint64_t bytes[max_bindings] = {plan.tensor_bytes, plan.tensor_bytes, plan.workspace_bytes,
-                                          plan.mask_bytes,   plan.sinks_bytes,  plan.lse_bytes};
+                                          third,             plan.sinks_bytes,  plan.lse_bytes};
     return bytes[i];
 }
 
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
-                          const BufferRange& workspace, const AttentionBuffers& attention) {
+                          const BufferRange& workspace, const AttentionBuffers& attention, const BufferRange& gradient) {
     require_buffer("the split path needs a workspace of ", workspace, plan.workspace_bytes);
     require_buffer("the attention mask needs a buffer of ", attention.mask, plan.mask_bytes);
     require_buffer("the attention sinks needs a buffer of ", attention.sinks, plan.sinks_bytes);
     require_buffer("the attention log-sum-exp needs a buffer of ", attention.lse, plan.lse_bytes);
+    if (plan.problem.backward) require_buffer("the backward pass needs a gradient dy of ", gradient, plan.tensor_bytes);
     const uint64_t align = ctx.info().min_storage_buffer_offset_alignment;
-    const BufferRange* given[max_bindings] = {&in, &out, &workspace, &attention.mask, &attention.sinks, &attention.lse};
+    const BufferRange* third = plan.problem.backward ? &gradient : &attention.mask;
+    const BufferRange* given[max_bindings] = {&in, &out, &workspace, third, &attention.sinks, &attention.lse};
     for (const BufferRange* r : given)
         if (align && r->offset % align)
             throw Error(ErrorKind::invalid_argument, "buffer offset " + std::to_string(r->offset) +
@@ -588,6 +611,9 @@ std::vector<RangeCall> range_calls(const Context& ctx, const Plan& plan, const B
                 if (!binding_bytes(plan, i)) c.bindings.info[i] = input;
             c.bindings.info[0] = input;
             c.bindings.info[1] = {whole.info[1].buffer, whole.info[1].offset + outer0 * slice_bytes, outers * slice_bytes};
+            // A backward plan's dy is windowed as its y is.
+            if (plan.problem.backward)
+                c.bindings.info[3] = {whole.info[3].buffer, whole.info[3].offset + outer0 * slice_bytes, outers * slice_bytes};
             if (plan.workspace_bytes)
                 c.bindings.info[2] = {whole.info[2].buffer, whole.info[2].offset + k * plan.range_workspace_bytes,
                                       plan.range_workspace_bytes};
@@ -621,17 +647,14 @@ VkBufferMemoryBarrier partials_barrier(const Plan& plan, const BufferRange& work
     return b;
 }
 
-void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
-            const BufferRange& workspace, const Timestamps& timestamps) {
-    record(ctx, plan, cb, in, out, workspace, AttentionBuffers{}, timestamps);
-}
+namespace {
 
-void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
-            const BufferRange& workspace, const AttentionBuffers& attention, const Timestamps& timestamps) {
-    if (plan.passes == 0) return;
+// record() and record_backward(): the plan's passes over its ranges, with
+// the barrier between the split path's two.
+void record_passes(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Bindings& bindings,
+                   const BufferRange& workspace, const Timestamps& timestamps) {
     const DeviceFunctions& vk = ctx.vk();
-    const std::vector<RangeCall> calls =
-        range_calls(ctx, plan, checked_bindings(ctx, plan, in, out, workspace, attention));
+    const std::vector<RangeCall> calls = range_calls(ctx, plan, bindings);
     ctx.begin_label(cb, plan.label);
     write_timestamp(vk, cb, timestamps, 0);
     for (uint32_t p = 0; p < plan.passes; ++p) {
@@ -645,6 +668,32 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
         write_timestamp(vk, cb, timestamps, p + 1);
     }
     ctx.end_label(cb);
+}
+
+}  // namespace
+
+void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
+            const BufferRange& workspace, const Timestamps& timestamps) {
+    record(ctx, plan, cb, in, out, workspace, AttentionBuffers{}, timestamps);
+}
+
+void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
+            const BufferRange& workspace, const AttentionBuffers& attention, const Timestamps& timestamps) {
+    if (plan.problem.backward)
+        throw Error(ErrorKind::invalid_argument, "a backward plan is recorded with record_backward() (it reads dy too)");
+    if (plan.passes == 0) return;
+    record_passes(ctx, plan, cb, checked_bindings(ctx, plan, in, out, workspace, attention, BufferRange{}), workspace,
+                  timestamps);
+}
+
+void record_backward(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& y,
+                     const BufferRange& dy, const BufferRange& dx, const BufferRange& workspace,
+                     const Timestamps& timestamps) {
+    if (!plan.problem.backward)
+        throw Error(ErrorKind::invalid_argument, "record_backward() takes a plan made for Problem::backward");
+    if (plan.passes == 0) return;
+    record_passes(ctx, plan, cb, checked_bindings(ctx, plan, y, dx, workspace, AttentionBuffers{}, dy), workspace,
+                  timestamps);
 }
 
 }  // namespace vksoftmax

@@ -11,13 +11,15 @@
 namespace vksoftmax {
 
 // Input, output, workspace, and for attention plans mask, sinks and
-// log-sum-exp; the input stands in for any the plan does not use.
+// log-sum-exp, for backward plans the gradient dy; the input stands in for
+// any the plan does not use.
 using Bindings = DescriptorBuffers;
 
 // The plan's bindings, or Error(invalid_argument) for a missing buffer, a
-// range smaller than the plan needs or a misaligned offset.
+// range smaller than the plan needs or a misaligned offset. `gradient`: a
+// backward plan's dy (binding 3).
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
-                          const BufferRange& workspace, const AttentionBuffers& attention);
+                          const BufferRange& workspace, const AttentionBuffers& attention, const BufferRange& gradient);
 
 // Bytes the plan binds at binding i (DescriptorBuffers' order); 0 where
 // the input stands in for a binding the plan does not use.

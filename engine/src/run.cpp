@@ -5,6 +5,7 @@
 
 #include "vksoftmax/buffer.hpp"
 #include "vksoftmax/context.hpp"
+#include "vksoftmax/error.hpp"
 #include "vksoftmax/timer.hpp"
 
 namespace vksoftmax {
@@ -39,10 +40,22 @@ struct AttentionStaging {
     }
 };
 
-}  // namespace
+// A backward plan's gradient dy on the device, uploaded with the input.
+struct GradientStaging {
+    std::unique_ptr<Buffer> device, up;
+    GradientStaging(Context& ctx, const Plan& plan, const void* gradient) {
+        if (!plan.problem.backward) return;
+        if (!gradient) throw Error(ErrorKind::invalid_argument, "run_backward() needs the gradient dy");
+        device = std::make_unique<Buffer>(ctx, plan.tensor_bytes, MemoryKind::device, "gradient dy");
+        up = std::make_unique<Buffer>(ctx, plan.tensor_bytes, MemoryKind::upload, "gradient staging");
+        std::memcpy(up->mapped(), gradient, plan.tensor_bytes);
+        up->flush(ctx);
+    }
+};
 
-RunResult run(Context& ctx, const Problem& problem, const void* input, void* output, const RunOptions& options,
-              const AttentionData& attention) {
+// run() and run_backward(): `gradient` is dy for a backward problem.
+RunResult run_plan(Context& ctx, const Problem& problem, const void* input, const void* gradient, void* output,
+                   const RunOptions& options, const AttentionData& attention) {
     RunResult result;
     result.plan = make_plan(ctx, problem, options.plan);
     const Plan& plan = result.plan;
@@ -57,6 +70,7 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
     Buffer up(ctx, bytes, MemoryKind::upload, "input staging");
     Buffer down(ctx, bytes, MemoryKind::readback, "output staging");
     AttentionStaging staging(ctx, plan, attention);
+    GradientStaging grad(ctx, plan, gradient);
     std::memcpy(up.mapped(), input, bytes);
     up.flush(ctx);
 
@@ -66,6 +80,7 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
         VkBufferCopy region{0, 0, bytes};
         vk.vkCmdCopyBuffer(cb, up.buffer(), in.buffer(), 1, &region);
+        if (grad.device) vk.vkCmdCopyBuffer(cb, grad.up->buffer(), grad.device->buffer(), 1, &region);
         // The single-pass path's counters start at zero.
         if (plan.workspace_zeroed) vk.vkCmdFillBuffer(cb, workspace->buffer(), 0, VK_WHOLE_SIZE, 0);
         if (options.poison_output) vk.vkCmdFillBuffer(cb, out.buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(problem.dtype));
@@ -76,8 +91,13 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
                                 &to_shader, 0, nullptr, 0, nullptr);
         if (timer) timer->reset(cb);
         BufferRange ws = workspace ? BufferRange{workspace->buffer(), 0, plan.workspace_bytes} : BufferRange{};
-        record(ctx, plan, cb, {in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, ws, staging.buffers(plan),
-               timer ? Timestamps{timer->pool(), 0} : Timestamps{});
+        const Timestamps timestamps = timer ? Timestamps{timer->pool(), 0} : Timestamps{};
+        if (grad.device)
+            record_backward(ctx, plan, cb, {in.buffer(), 0, bytes}, {grad.device->buffer(), 0, bytes},
+                            {out.buffer(), 0, bytes}, ws, timestamps);
+        else
+            record(ctx, plan, cb, {in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, ws, staging.buffers(plan),
+                   timestamps);
         VkMemoryBarrier to_copy{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
                                 VK_ACCESS_TRANSFER_READ_BIT};
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
@@ -106,6 +126,20 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
         result.gpu_ns = timer->ns_between(ticks, 0, plan.passes);
     }
     return result;
+}
+
+}  // namespace
+
+RunResult run(Context& ctx, const Problem& problem, const void* input, void* output, const RunOptions& options,
+              const AttentionData& attention) {
+    if (problem.backward) throw Error(ErrorKind::invalid_argument, "a backward problem runs with run_backward()");
+    return run_plan(ctx, problem, input, nullptr, output, options, attention);
+}
+
+RunResult run_backward(Context& ctx, const Problem& problem, const void* y, const void* dy, void* dx,
+                       const RunOptions& options) {
+    if (!problem.backward) throw Error(ErrorKind::invalid_argument, "run_backward() takes a Problem::backward problem");
+    return run_plan(ctx, problem, y, dy, dx, options, AttentionData{});
 }
 
 }  // namespace vksoftmax

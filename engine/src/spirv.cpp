@@ -5,7 +5,7 @@
 namespace vksoftmax {
 namespace {
 
-// The module's file name in shaders/CMakeLists.txt: NAME[_attn]_DTYPE_REDUCTION.
+// The module's file name in shaders/CMakeLists.txt: NAME[_attn]_DTYPE_REDUCTION[_shuffle].
 SpirvBlob named(const std::string& name) {
     const SpirvBlob blob = spirv_module(name);
     if (!blob.words) throw Error(ErrorKind::unsupported, "no embedded SPIR-V module " + name);
@@ -30,6 +30,11 @@ std::string module_name(const char* source, Dtype dtype, SpirvReduction r, bool 
 SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction r, bool shuffle, bool attention) {
     const bool with_shuffle = shuffle && r != SpirvReduction::shared;
     return named(module_name("softmax", dtype, r, attention) + (with_shuffle ? "_shuffle" : ""));
+}
+
+SpirvBlob backward_spirv(Dtype dtype, SpirvReduction r, bool shuffle) {
+    const bool with_shuffle = shuffle && r != SpirvReduction::shared;
+    return named(module_name("softmax_backward", dtype, r, false) + (with_shuffle ? "_shuffle" : ""));
 }
 
 SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction r, bool attention) {

@@ -26,6 +26,9 @@ SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle, boo
 // softmax_single_pass.comp (long rows in one dispatch): one module per
 // storage type and reduction kind, with and without the attention options.
 SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction reduction, bool attention);
+// softmax_backward.comp (the backward pass): one module per storage type
+// and reduction kind, the subgroup ones also with shuffles.
+SpirvBlob backward_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle);
 // copy.comp: the benchmark's bandwidth ceiling.
 SpirvBlob copy_spirv();
 // The embedded module ${name}.spv of shaders/CMakeLists.txt (generated

@@ -25,6 +25,17 @@ constexpr uint32_t kRowSlotsAtMaxWorkgroup = 8;
 // 46.0 us. fp32 rows lose more to the re-read than they gain (f32
 // 1024x32768: 75.0 us whole, 85.8 in two tiles) and are held whole.
 constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
+// The backward pass holds y and dy: half the forward's slots each, so
+// that an invocation holds the same 64 floats (kMaxSlots), and at the
+// largest workgroup the tiles of kHalfRowSlotsAtMaxWorkgroup slots, as an
+// fp16 row's (the register file's limits, not measured apart).
+constexpr uint32_t kBackwardMaxSlots = kMaxSlots / 2;
+// bf16 rows at most 4 slots per invocation: at 8 the NVIDIA compiler put
+// part of a bf16 module in local memory (pipeline statistics: 128 bytes
+// more than fp16's), and bf16 took 3x fp16's time (580.159.04, H200:
+// 4096x1024 forward 17.5 us against f16 5.8, backward 19.7 against 6.8;
+// backward at 4 slots 8.6, 20480x4096 275 -> 131 us; bench/NOTES.md v12).
+constexpr uint32_t kBf16MaxSlots = 4;
 // A subgroup owns rows up to 32 x subgroup size (1024 floats at 32) and
 // needs no barrier at all.
 constexpr uint32_t kSubgroupRowSlots = 8;

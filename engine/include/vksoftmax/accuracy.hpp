@@ -23,13 +23,15 @@ struct Accuracy {
 
 // The bound an output is held to (tests/TOLERANCES.md): relative `rel`,
 // judged against max(|ref|, floor). fp32: 1e-5 (accurate exp: 4e-6), floor
-// 1e-30; fp16: 2e-3, floor 2^-14 (its smallest normal); log-softmax: floor 1.
+// 1e-30; fp16: 2e-3, floor 2^-14 (its smallest normal); bf16: 1.6e-2 (two
+// of its ULPs where they are widest, 2^-7 of the value), floor 1e-30 (its
+// exponent is fp32's); log-softmax: floor 1.
 struct Bound {
     double rel, floor;
 };
 Bound accuracy_bound(Dtype dtype, bool log, Precision precision = Precision::fast);
 
-// `n` elements of `dtype` (fp16 as binary16 bits) as doubles.
+// `n` elements of `dtype` (fp16 and bf16 as their 16 bits) as doubles.
 std::vector<double> to_double(const void* data, size_t n, Dtype dtype);
 // Rounds each value to `dtype` and back, as the GPU's output is rounded.
 void round_to(Dtype dtype, std::vector<double>& values);
@@ -38,5 +40,17 @@ void round_to(Dtype dtype, std::vector<double>& values);
 // are taken against max(|ref|, floor) with the floor of accuracy_bound(), so
 // that outputs which underflow do not dominate max_rel.
 Accuracy compare(const Problem& problem, const std::vector<double>& got, const std::vector<double>& ref);
+
+// The backward pass's dx against its reference, from the same y and dy.
+// dx = k y (dy - S) loses the digits that dy - S cancels, so each error is
+// taken relative to the size of what was added up rather than to dx:
+//   softmax:     |dx_j| + k |y_j| (|dy_j| + sum_i |y_i dy_i|)
+//   log-softmax: |dx_j| + k (|dy_j| + exp(y_j) sum_i |dy_i|)
+// or accuracy_bound()'s softmax floor where that is larger (subnormals:
+// a GPU may flush them), to be held to accuracy_bound()'s rel
+// (tests/TOLERANCES.md).
+// max_row_sum_error is unused.
+Accuracy compare_backward(const Problem& problem, const std::vector<double>& y, const std::vector<double>& dy,
+                          const std::vector<double>& got, const std::vector<double>& ref);
 
 }  // namespace vksoftmax

@@ -19,6 +19,7 @@ namespace vksoftmax::conformance {
 struct Options {
     bool quick = false;      // fewer lengths: for CI on a CPU driver
     std::string filter;      // run only cases/variants whose "case variant" text contains this
+                             // (a leading '^': begins with the rest)
     // Whether the catalogue checks the single-pass path too (where the
     // device has what it needs); off after the stress case hung.
     bool single_pass = true;

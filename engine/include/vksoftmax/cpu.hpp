@@ -15,6 +15,16 @@ namespace vksoftmax::cpu {
 // In and out are dense row-major tensors of problem.shape; out may alias in.
 void softmax(const Problem& problem, const double* in, double* out, const AttentionData& attention = {});
 void softmax(const Problem& problem, const float* in, float* out, const AttentionData& attention = {});
-void softmax(const Problem& problem, const uint16_t* in_f16, uint16_t* out_f16, const AttentionData& attention = {});
+// 16-bit storage: problem.dtype says which (f16 or bf16).
+void softmax(const Problem& problem, const uint16_t* in, uint16_t* out, const AttentionData& attention = {});
+
+// The backward pass (Problem::backward's formulas): dx from the forward
+// output y and its gradient dy, dense tensors of problem.shape; dx may
+// alias either. A row's dx is NaN where y or dy holds a NaN or +-inf
+// (log-softmax: y a NaN or +inf, dy a non-finite value) or its sum is not
+// finite; a log-softmax y of -inf gives exactly k * dy.
+void softmax_backward(const Problem& problem, const double* y, const double* dy, double* dx);
+void softmax_backward(const Problem& problem, const float* y, const float* dy, float* dx);
+void softmax_backward(const Problem& problem, const uint16_t* y, const uint16_t* dy, uint16_t* dx);
 
 }  // namespace vksoftmax::cpu

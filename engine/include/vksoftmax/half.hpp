@@ -1,7 +1,10 @@
-// IEEE 754 binary16 <-> binary32 on the host, bit-exact, round to nearest even.
+// IEEE 754 binary16 and bfloat16 <-> binary32 on the host, bit-exact, round
+// to nearest even (the shaders round the same way).
 #pragma once
 #include <cstdint>
 #include <cstring>
+
+#include "vksoftmax/types.hpp"
 
 namespace vksoftmax {
 
@@ -54,5 +57,26 @@ inline uint16_t float_to_half(float f) {
     if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;  // may carry into the exponent: correct
     return static_cast<uint16_t>(sign | r);
 }
+
+// bfloat16 is the top half of a binary32: widening is exact.
+inline float bf16_to_float(uint16_t b) {
+    const uint32_t bits = static_cast<uint32_t>(b) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+inline uint16_t float_to_bf16(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // NaN stays quiet
+    // Round to nearest even; a carry into the exponent is correct (up to inf).
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return static_cast<uint16_t>(bits >> 16);
+}
+
+// An element of a 16-bit storage type (f16 or bf16) <-> binary32.
+inline float from_16bit(Dtype dtype, uint16_t v) { return dtype == Dtype::bf16 ? bf16_to_float(v) : half_to_float(v); }
+inline uint16_t to_16bit(Dtype dtype, float f) { return dtype == Dtype::bf16 ? float_to_bf16(f) : float_to_half(f); }
 
 }  // namespace vksoftmax

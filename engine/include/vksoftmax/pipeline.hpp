@@ -58,12 +58,15 @@ struct PipelineKey {
     bool attention = false;
     uint32_t mask = 0;  // AttentionMask
     bool causal = false, sinks = false, lse = false;
+    // The backward pass's modules (softmax_backward.comp): the same kinds,
+    // bindings 0 y, 1 dx, 2 workspace, 3 dy.
+    bool backward = false;
 
     std::string id() const;
 };
 
 // MASK of softmax_attention.glsl: no mask, or how it is stored.
-enum AttentionMask : uint32_t { mask_none = 0, mask_f32 = 1, mask_f16 = 2 };
+enum AttentionMask : uint32_t { mask_none = 0, mask_f32 = 1, mask_f16 = 2, mask_bf16 = 3 };
 
 // The attention modules' push constants (softmax_common.glsl, ATTENTION).
 struct AttentionConstants {
@@ -85,7 +88,8 @@ constexpr uint32_t plain_push_bytes = 24;
 uint32_t push_bytes(const PipelineKey& key);
 
 // The storage buffers of a dispatch: 0 input, 1 output, 2 workspace; the
-// attention modules also 3 mask, 4 sinks, 5 log-sum-exp.
+// attention modules also 3 mask, 4 sinks, 5 log-sum-exp; the backward
+// modules 3 the gradient dy (input y, output dx).
 constexpr uint32_t max_bindings = 6;
 struct DescriptorBuffers {
     VkDescriptorBufferInfo info[max_bindings] = {};

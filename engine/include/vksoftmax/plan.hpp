@@ -146,11 +146,21 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
 void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& in, const BufferRange& out,
             const BufferRange& workspace, const AttentionBuffers& attention, const Timestamps& timestamps = {});
 
-// One problem of a batch: its plan (made on the batch's context) and buffers.
+// The backward pass of a plan made for Problem::backward: reads the
+// forward output `y` and its gradient `dy` (each the tensor's bytes),
+// writes `dx`. The barrier contract is record()'s, with y and dy read as
+// its input is.
+void record_backward(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& y,
+                     const BufferRange& dy, const BufferRange& dx, const BufferRange& workspace,
+                     const Timestamps& timestamps = {});
+
+// One problem of a batch: its plan (made on the batch's context) and buffers
+// (a backward plan: `in` y, `gradient` dy, `out` dx).
 struct BatchItem {
     const Plan* plan = nullptr;
     BufferRange in, out, workspace;
     AttentionBuffers attention;
+    BufferRange gradient;
 };
 
 // Records independent problems with no barrier between them: every

@@ -32,4 +32,10 @@ struct RunResult {
 RunResult run(Context& ctx, const Problem& problem, const void* input, void* output, const RunOptions& options = {},
               const AttentionData& attention = {});
 
+// The backward pass of a Problem::backward problem: dx from the forward
+// output y and its gradient dy (each problem.shape elements of
+// problem.dtype; dx may be the memory of either).
+RunResult run_backward(Context& ctx, const Problem& problem, const void* y, const void* dy, void* dx,
+                       const RunOptions& options = {});
+
 }  // namespace vksoftmax

@@ -6,13 +6,18 @@
 
 namespace vksoftmax {
 
-enum class Dtype { f32, f16 };
+// Storage types. Arithmetic is fp32 whatever the storage: bf16 is the top
+// half of an fp32 (8 exponent bits, 8 significant bits), f16 IEEE binary16.
+enum class Dtype { f32, f16, bf16 };
 inline uint32_t dtype_size(Dtype d) { return d == Dtype::f32 ? 4u : 2u; }
-inline const char* dtype_name(Dtype d) { return d == Dtype::f32 ? "f32" : "f16"; }
+inline const char* dtype_name(Dtype d) { return d == Dtype::f32 ? "f32" : d == Dtype::f16 ? "f16" : "bf16"; }
 // A quiet NaN in the storage type as a 32-bit vkCmdFillBuffer word:
-// 0x7fc00000 (f32), 0x7e00 twice (f16). Outputs are poisoned with it so
-// that an element a shader never wrote cannot pass for a result.
-inline uint32_t nan_fill_word(Dtype d) { return d == Dtype::f32 ? 0x7fc00000u : 0x7e007e00u; }
+// 0x7fc00000 (f32), 0x7e00 twice (f16), 0x7fc0 twice (bf16). Outputs are
+// poisoned with it so that an element a shader never wrote cannot pass for
+// a result.
+inline uint32_t nan_fill_word(Dtype d) {
+    return d == Dtype::f32 ? 0x7fc00000u : d == Dtype::f16 ? 0x7e007e00u : 0x7fc07fc0u;
+}
 
 // exp as the driver provides it, or our own range-reduced polynomial that
 // agrees across vendors to a few ULP.
@@ -74,6 +79,14 @@ struct Problem {
     double scale = 1.0;
     Precision precision = Precision::fast;
     Attention attention;
+    // The backward pass of this softmax (or log-softmax): from the forward
+    // output y and its gradient dy, the gradient of the logits x,
+    //   softmax:     dx = k * y * (dy - sum_j y_j dy_j)
+    //   log-softmax: dx = k * (dy - exp(y) * sum_j dy_j)
+    // with k the multiplier above (ggml's soft_max_back, PyTorch's
+    // _softmax_backward_data). The attention options have no part in it
+    // (masks and sinks act through y): a backward problem sets none.
+    bool backward = false;
 };
 
 // The multiplier of the logits: scale, or 1 / temperature. Error

@@ -59,7 +59,9 @@ typedef enum vksm_result {
     VKSM_ERROR_VULKAN = -5            /* another failed Vulkan call */
 } vksm_result;
 
-typedef enum vksm_dtype { VKSM_F32 = 0, VKSM_F16 = 1 } vksm_dtype;
+/* Storage types; arithmetic is fp32 in each. VKSM_BF16: bfloat16, the top
+ * half of an fp32 (needs 16-bit storage, as VKSM_F16 does). */
+typedef enum vksm_dtype { VKSM_F32 = 0, VKSM_F16 = 1, VKSM_BF16 = 2 } vksm_dtype;
 typedef enum vksm_precision { VKSM_PRECISION_FAST = 0, VKSM_PRECISION_ACCURATE = 1 } vksm_precision;
 
 typedef struct vksm_context_desc {
@@ -70,7 +72,7 @@ typedef struct vksm_context_desc {
     PFN_vkGetInstanceProcAddr get_instance_proc_addr;
     /* What the host enabled on `device` (nonzero = enabled). */
     int push_descriptor;                          /* VK_KHR_push_descriptor; else descriptor_pool */
-    int storage_buffer_16bit_access;              /* for VKSM_F16 */
+    int storage_buffer_16bit_access;              /* for VKSM_F16 and VKSM_BF16 */
     int subgroup_size_control;                    /* subgroupSizeControl and computeFullSubgroups */
     int subgroup_uniform_control_flow;            /* VK_KHR_shader_subgroup_uniform_control_flow:
                                                      recommended where offered (subgroups whole
@@ -135,6 +137,12 @@ typedef struct vksm_problem {
     double alibi_max_bias;
     int sinks; /* nonzero: one fp32 logit per head joins the normaliser */
     int lse;   /* nonzero: each row's log-sum-exp written (fp32, one per row) */
+    /* Nonzero: the backward pass of this softmax (log: log-softmax), from
+     * the forward output y and its gradient dy, recorded with
+     * vksm_record_backward(): dx = k y (dy - sum y dy), log-softmax
+     * dx = k (dy - exp(y) sum dy), k = scale (1/temperature). Takes no
+     * attention options. */
+    int backward;
 } vksm_problem;
 
 typedef struct vksm_buffer {
@@ -180,11 +188,19 @@ vksm_result vksm_record_attention(vksm_plan plan, VkCommandBuffer command_buffer
                                   vksm_buffer output, vksm_buffer workspace, vksm_buffer mask, vksm_buffer sinks,
                                   vksm_buffer lse, VkQueryPool timestamps, uint32_t first_query);
 
-/* One problem of a batch (mask, sinks, lse: as vksm_record_attention()). */
+/* Records a backward plan: reads y and dy (each the tensor's bytes),
+ * writes dx; the barrier contract is vksm_record()'s, y and dy read as its
+ * input is. */
+vksm_result vksm_record_backward(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer y, vksm_buffer dy,
+                                 vksm_buffer dx, vksm_buffer workspace, VkQueryPool timestamps, uint32_t first_query);
+
+/* One problem of a batch (mask, sinks, lse: as vksm_record_attention(); a
+ * backward plan: input y, gradient dy, output dx). */
 typedef struct vksm_batch_item {
     vksm_plan plan;
     vksm_buffer input, output, workspace;
     vksm_buffer mask, sinks, lse;
+    vksm_buffer gradient;
 } vksm_batch_item;
 
 /* Records `count` independent problems (plans of one context) with no

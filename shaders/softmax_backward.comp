@@ -1,0 +1,133 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// The backward pass of softmax and log-softmax (softmax_backward.glsl has
+// the formulas) over one axis of a (outer, axis, inner) tensor, on the
+// forward's geometry and kinds (softmax.comp): a row's statistic is one
+// sum, its output dx.
+// KIND_ROW_IN_REGISTERS: a group owns a row; y and dy are read once into
+//   registers, the sum reduced, dx written once (tile by tile, re-reading
+//   y and dy, where the row is longer than a tile).
+// KIND_ROW_IN_TILES: the same for rows the plan knows are longer.
+// KIND_ROWS_PER_SLOT: a subgroup (or, with USE_SHUFFLE, each ROW_LANES
+//   lanes of it) holds SLOTS short rows, one per slot.
+// KIND_SPLIT_STATISTICS / KIND_SPLIT_NORMALIZE: each chunk's sum into the
+//   workspace; then the row's sum from them and the chunk's dx.
+#define BACKWARD
+#include "softmax_common.glsl"
+
+#include "softmax_tiles.glsl"
+
+// The group's sum, known to every lane. group_add()'s shared slots may be
+// written again once the next reduction's barrier has passed; forward rows
+// alternate two reductions, this pass takes sums back to back, so each
+// ends with a barrier of its own.
+float group_sum(float v) {
+    v = group_add(v);
+    if (!SUBGROUP_ROWS) barrier();
+    return v;
+}
+
+// The tile at tile_begin of the span: dy into grads, y into slots.
+void load_pair(Span row, uint tile_begin, uint lanes, uint lane) {
+    load_tile(row, tile_begin, lanes, lane, true);
+    for (uint j = 0u; j < SLOTS; ++j) grads[j] = slots[j];
+    load_tile(row, tile_begin, lanes, lane, false);
+}
+
+// The row's sum as the tile functions take a statistic.
+VksmStat sum_stat(float sum) { return VksmStat(0.0, sum, VKSM_F_FINITE); }
+
+// The group's sum over the span from `begin` to its end, tile by tile.
+float span_sum(Span row, uint begin, uint tile, uint lanes, uint lane) {
+    float s = 0.0;
+    for (uint t0 = begin; t0 < row.end; t0 += tile) {
+        load_pair(row, t0, lanes, lane);
+        s += lane_sum(0u, SLOTS);
+    }
+    return group_sum(s);
+}
+
+// Writes dx over the span from `begin` given the row's sum, re-reading y
+// and dy last tile first (the likeliest to be in L2 still).
+void span_write_gradient(Span row, uint begin, uint tile, uint lanes, uint lane, float sum) {
+    for (uint t = (row.end - begin + tile - 1u) / tile; t > 0u; --t) {
+        uint t0 = begin + (t - 1u) * tile;
+        load_pair(row, t0, lanes, lane);
+        write_tile(row, t0, lanes, lane, sum_stat(sum), false);
+    }
+}
+
+// KIND_ROWS_PER_SLOT: rows r0 .. r0 + SLOTS - 1, row r0 + j in slot j; a
+// slot past the last row re-reads the last row and stores nothing.
+void rows_per_slot(uint r0, uint lanes, uint lane) {
+    Span rows[SLOTS];
+    for (uint j = 0u; j < SLOTS; ++j) {
+        rows[j] = row_span(min(r0 + j, pc.rows - 1u));
+        grads[j] = load_slot(rows[j], 0u, 0u, lanes, lane, true);
+    }
+    for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(rows[j], 0u, 0u, lanes, lane, false);
+    float sums[SLOTS];
+    for (uint j = 0u; j < SLOTS; ++j) sums[j] = slot_row_add(lane_sum(j, j + 1u));
+#ifndef USE_SHUFFLE
+    // slot_row_add is group_add here: see group_sum().
+    if (!SUBGROUP_ROWS) barrier();
+#endif
+    for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j)
+        write_slot(rows[j], 0u, 0u, lanes, lane, j, sum_stat(sums[j]), false, 1.0, 0.0, false);
+}
+
+void main() MAIN_ATTRIBUTES {
+    uint lanes = group_size(), lane = group_lane();
+    uint tile = 4u * SLOTS * lanes;
+    uint groups = groups_per_workgroup();
+    // Grid-stride loops, as softmax.comp's.
+    uint first = gl_WorkGroupID.x * groups + group_index();
+    uint step = gl_NumWorkGroups.x * groups;
+
+#ifdef USE_SHUFFLE
+    if (KIND == KIND_ROWS_PER_SLOT && ROW_LANES <= lanes && longest_window() <= 4u * ROW_LANES) {
+        uint clusters = lanes / ROW_LANES;
+        uint cluster_first = (lane / ROW_LANES) * SLOTS;
+        for (uint r0 = first * SLOTS * clusters; r0 < pc.rows; r0 += step * SLOTS * clusters)
+            rows_per_slot(r0 + cluster_first, ROW_LANES, lane % ROW_LANES);
+        return;
+    }
+#else
+    if (KIND == KIND_ROWS_PER_SLOT && longest_window() <= 4u * lanes) {
+        for (uint r0 = first * SLOTS; r0 < pc.rows; r0 += step * SLOTS) rows_per_slot(r0, lanes, lane);
+        return;
+    }
+#endif
+    if (KIND == KIND_ROW_IN_REGISTERS || KIND == KIND_ROW_IN_TILES || KIND == KIND_ROWS_PER_SLOT) {
+        for (uint r = first; r < pc.rows; r += step) {
+            Span row = row_span(r);
+            if (KIND == KIND_ROW_IN_REGISTERS && row.end <= tile) {
+                load_pair(row, 0u, lanes, lane);
+                write_tile(row, 0u, lanes, lane, sum_stat(group_sum(lane_sum(0u, SLOTS))), false);
+            } else {
+                span_write_gradient(row, 0u, tile, lanes, lane, span_sum(row, 0u, tile, lanes, lane));
+            }
+        }
+        return;
+    }
+
+    // The split passes: work item w is chunk (w % chunks) of row (w / chunks).
+    uint items = pc.rows * pc.chunks;
+    for (uint w = first; w < items; w += step) {
+        uint item = KIND == KIND_SPLIT_NORMALIZE ? items - 1u - w : w;
+        uint r = item / pc.chunks;
+        uint begin = (item - r * pc.chunks) * pc.chunk;
+        Span row = row_span(r);
+        row.end = max(begin, min(row.end, begin + pc.chunk));
+        if (KIND == KIND_SPLIT_STATISTICS) {
+            float s = span_sum(row, begin, tile, lanes, lane);
+            if (lane == 0u) part[item] = Partial(0.0, s, 0u, 0u);
+        } else {
+            // The row's sum from its chunks' (a NaN one stays NaN), then
+            // this chunk's dx.
+            float s = 0.0;
+            for (uint i = lane; i < pc.chunks; i += lanes) s += part[r * pc.chunks + i].d;
+            span_write_gradient(row, begin, tile, lanes, lane, group_sum(s));
+        }
+    }
+}
