@@ -356,21 +356,8 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     round_to(p.dtype, dy);
     std::unique_ptr<Buffers> own;
     if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
-    auto stored = [&](const std::vector<double>& v) {
-        std::vector<uint8_t> bytes(plan.tensor_bytes);
-        for (uint64_t i = 0; i < n; ++i) {
-            if (p.dtype == Dtype::f32) {
-                const float f = static_cast<float>(v[i]);
-                std::memcpy(bytes.data() + 4 * i, &f, 4);
-            } else {
-                const uint16_t h = to_16bit(p.dtype, static_cast<float>(v[i]));
-                std::memcpy(bytes.data() + 2 * i, &h, 2);
-            }
-        }
-        return bytes;
-    };
-    upload(ctx, *buffers->in, stored(y).data(), plan.tensor_bytes);
-    upload(ctx, *buffers->gradient, stored(dy).data(), plan.tensor_bytes);
+    upload(ctx, *buffers->in, to_storage(y, p.dtype).data(), plan.tensor_bytes);
+    upload(ctx, *buffers->gradient, to_storage(dy, p.dtype).data(), plan.tensor_bytes);
     const BufferRange y_range{buffers->in->buffer(), 0, plan.tensor_bytes};
     const BufferRange dy_range{buffers->gradient->buffer(), 0, plan.tensor_bytes};
     const BufferRange dx_range{buffers->out->buffer(), 0, plan.tensor_bytes};

@@ -143,8 +143,7 @@ int backward_command(const BackwardArgs& a) {
     }
     const bool check_ok = a.check ? report_check(a, p, y, dy, e, report) : true;
     if (a.time) report_time(a, e, report);
-    const npy::Kind kind = p.dtype == Dtype::f32 ? npy::Kind::f32 : p.dtype == Dtype::f16 ? npy::Kind::f16 : npy::Kind::bf16;
-    out.commit(npy::encode(kind, y.dims, y.fortran_order, e.dx.data(), e.dx.size()));
+    out.commit(npy::encode(npy_kind(p.dtype), y.dims, y.fortran_order, e.dx.data(), e.dx.size()));
     if (a.json)
         fmt::print("{}\n", report.dump(2));
     else

@@ -175,8 +175,7 @@ int run_command(const RunArgs& a) {
     const bool check_ok = a.check ? report_check(a, t, p, e, attention, report) : true;
     if (a.time) report_time(a, e, report);
 
-    const npy::Kind kind = p.dtype == Dtype::f32 ? npy::Kind::f32 : p.dtype == Dtype::f16 ? npy::Kind::f16 : npy::Kind::bf16;
-    out.commit(npy::encode(kind, t.dims, t.fortran_order, e.result.data(), e.result.size()));
+    out.commit(npy::encode(npy_kind(p.dtype), t.dims, t.fortran_order, e.result.data(), e.result.size()));
     if (lse_out)
         lse_out->commit(npy::encode(npy::Kind::f32, attention.lse_dims, false, attention.lse.data(),
                                     attention.lse.size() * sizeof(float)));

@@ -65,6 +65,10 @@ Tensor load_tensor(const std::string& path) {
     return t;
 }
 
+npy::Kind npy_kind(Dtype dtype) {
+    return dtype == Dtype::f32 ? npy::Kind::f32 : dtype == Dtype::f16 ? npy::Kind::f16 : npy::Kind::bf16;
+}
+
 Shape memory_shape(const Tensor& t, int axis) {
     if (!t.fortran_order || t.dims.empty()) return shape_for_axis(t.dims, axis);
     const int rank = static_cast<int>(t.dims.size());

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "npy.hpp"
 #include "vksoftmax/cpu.hpp"
 #include "vksoftmax/types.hpp"
 
@@ -20,6 +21,9 @@ struct Tensor {
 // Reads a .npy file. float64, integer and bool arrays are converted to
 // float32, with a note on stderr. Throws npy::FormatError or FileError.
 Tensor load_tensor(const std::string& path);
+
+// The .npy element kind a tensor of `dtype` is written as (bf16: '<V2').
+npy::Kind npy_kind(Dtype dtype);
 
 // The (outer, axis, inner) view of the data in memory for softmax along
 // `axis` of the array's logical shape. A Fortran-order (a, b, c) array is

@@ -57,20 +57,10 @@ BackwardOutcome run_backward_and_compare(const Problem& p, const BackwardInputs&
     BackwardOutcome o;
     RunOptions ro;
     ro.plan = opts;
-    o.got.resize(n);
-    if (p.dtype == Dtype::f32) {
-        std::vector<float> y(in.y.begin(), in.y.end()), dy(in.dy.begin(), in.dy.end()), dx(n);
-        o.plan = run_backward(Gpu::ctx(), p, y.data(), dy.data(), dx.data(), ro).plan;
-        o.got.assign(dx.begin(), dx.end());
-    } else {
-        std::vector<uint16_t> y(n), dy(n), dx(n);
-        for (size_t i = 0; i < n; ++i) {
-            y[i] = to_16bit(p.dtype, static_cast<float>(in.y[i]));
-            dy[i] = to_16bit(p.dtype, static_cast<float>(in.dy[i]));
-        }
-        o.plan = run_backward(Gpu::ctx(), p, y.data(), dy.data(), dx.data(), ro).plan;
-        for (size_t i = 0; i < n; ++i) o.got[i] = from_16bit(p.dtype, dx[i]);
-    }
+    std::vector<uint8_t> dx(n * dtype_size(p.dtype));
+    o.plan = run_backward(Gpu::ctx(), p, to_storage(in.y, p.dtype).data(), to_storage(in.dy, p.dtype).data(), dx.data(),
+                          ro).plan;
+    o.got = to_double(dx.data(), n, p.dtype);
     o.ref.resize(n);
     cpu::softmax_backward(p, in.y.data(), in.dy.data(), o.ref.data());
     round_to(p.dtype, o.ref);

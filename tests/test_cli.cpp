@@ -215,22 +215,10 @@ TEST_F(Cli, RoundTripsMatchTheReference) {
     std::vector<Stored> stored = {{vksoftmax::Dtype::f32, "'<f4'", path("x32.npy")},
                                   {vksoftmax::Dtype::f16, "'<f2'", path("x16.npy")},
                                   {vksoftmax::Dtype::bf16, "'<V2'", path("xbf16.npy")}};
-    spit(stored[0].file, npy("<f4", "(3, 17, 5)", bytes_of(x)));
-    for (size_t k = 1; k < stored.size(); ++k) {
-        std::vector<uint16_t> bits(x.size());
-        for (size_t i = 0; i < x.size(); ++i) bits[i] = vksoftmax::to_16bit(stored[k].dtype, x[i]);
-        spit(stored[k].file, npy(k == 1 ? "<f2" : "<V2", "(3, 17, 5)", bytes_of(bits)));
+    for (const Stored& in : stored) {
+        const std::string descr(in.descr + 1, std::strlen(in.descr) - 2);  // without the quotes
+        spit(in.file, npy(descr, "(3, 17, 5)", bytes_of(vksoftmax::to_storage({x.begin(), x.end()}, in.dtype))));
     }
-    auto value_at = [](const std::string& data, vksoftmax::Dtype dtype, size_t i) {
-        if (dtype == vksoftmax::Dtype::f32) {
-            float f;
-            std::memcpy(&f, data.data() + 4 * i, 4);
-            return double(f);
-        }
-        uint16_t h;
-        std::memcpy(&h, data.data() + 2 * i, 2);
-        return double(vksoftmax::from_16bit(dtype, h));
-    };
     for (const char* backend : {"gpu", "cpu"})
         for (const Stored& in : stored)
             for (int axis : {0, 1, 2, -1})
@@ -248,17 +236,16 @@ TEST_F(Cli, RoundTripsMatchTheReference) {
                     p.log = extra == " --log";
                     p.temperature = extra == " --temperature 0.5" ? 0.5 : 1.0;
                     p.scale = extra == " --scale 2" ? 2.0 : 1.0;
-                    const std::string x_bytes = data_of(in.file);
-                    std::vector<double> xd(x.size()), ref(x.size());
-                    for (size_t i = 0; i < x.size(); ++i) xd[i] = value_at(x_bytes, in.dtype, i);
+                    const std::vector<double> xd = vksoftmax::to_double(data_of(in.file).data(), x.size(), in.dtype);
+                    std::vector<double> ref(x.size());
                     vksoftmax::cpu::softmax(p, xd.data(), ref.data());
                     const std::string d = data_of(out);
                     ASSERT_EQ(d.size(), x.size() * vksoftmax::dtype_size(in.dtype)) << args;
                     const vksoftmax::Bound bound = vksoftmax::accuracy_bound(in.dtype, p.log);
+                    const std::vector<double> got = vksoftmax::to_double(d.data(), x.size(), in.dtype);
                     for (size_t i = 0; i < x.size(); ++i) {
-                        const double got = value_at(d, in.dtype, i);
-                        ASSERT_LE(std::fabs(got - ref[i]), bound.rel * std::max(std::fabs(ref[i]), bound.floor))
-                            << args << ": element " << i << " got " << got << " want " << ref[i];
+                        ASSERT_LE(std::fabs(got[i] - ref[i]), bound.rel * std::max(std::fabs(ref[i]), bound.floor))
+                            << args << ": element " << i << " got " << got[i] << " want " << ref[i];
                     }
                 }
 }
@@ -429,14 +416,8 @@ TEST_F(Cli, BackwardMatchesTheReference) {
             vksoftmax::round_to(dtype, y);
             vksoftmax::round_to(dtype, dy);
             const char* descr = dtype == vksoftmax::Dtype::f32 ? "<f4" : dtype == vksoftmax::Dtype::f16 ? "<f2" : "<V2";
-            auto stored = [&](const std::vector<double>& v) {
-                if (dtype == vksoftmax::Dtype::f32) return bytes_of(std::vector<float>(v.begin(), v.end()));
-                std::vector<uint16_t> bits(v.size());
-                for (size_t i = 0; i < v.size(); ++i) bits[i] = vksoftmax::to_16bit(dtype, static_cast<float>(v[i]));
-                return bytes_of(bits);
-            };
-            spit(path("y.npy"), npy(descr, "(4, 33, 5)", stored(y)));
-            spit(path("dy.npy"), npy(descr, "(4, 33, 5)", stored(dy)));
+            spit(path("y.npy"), npy(descr, "(4, 33, 5)", bytes_of(vksoftmax::to_storage(y, dtype))));
+            spit(path("dy.npy"), npy(descr, "(4, 33, 5)", bytes_of(vksoftmax::to_storage(dy, dtype))));
             p.backward = true;
             p.scale = 0.25;
             std::vector<double> ref(n);
@@ -453,19 +434,8 @@ TEST_F(Cli, BackwardMatchesTheReference) {
                     << header_of(path("dx.npy"));
                 const std::string d = data_of(path("dx.npy"));
                 ASSERT_EQ(d.size(), n * vksoftmax::dtype_size(dtype)) << args;
-                std::vector<double> got(n);
-                for (size_t i = 0; i < n; ++i) {
-                    if (dtype == vksoftmax::Dtype::f32) {
-                        float f;
-                        std::memcpy(&f, d.data() + 4 * i, 4);
-                        got[i] = f;
-                    } else {
-                        uint16_t h;
-                        std::memcpy(&h, d.data() + 2 * i, 2);
-                        got[i] = vksoftmax::from_16bit(dtype, h);
-                    }
-                }
-                const vksoftmax::Accuracy acc = vksoftmax::compare_backward(p, y, dy, got, ref);
+                const vksoftmax::Accuracy acc =
+                    vksoftmax::compare_backward(p, y, dy, vksoftmax::to_double(d.data(), n, dtype), ref);
                 EXPECT_TRUE(acc.within(vksoftmax::accuracy_bound(dtype, log).rel, 0.0)) << args << ": " << acc.describe();
             }
         }

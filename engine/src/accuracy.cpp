@@ -58,6 +58,20 @@ std::vector<double> to_double(const void* data, size_t n, Dtype dtype) {
     return out;
 }
 
+std::vector<uint8_t> to_storage(const std::vector<double>& values, Dtype dtype) {
+    std::vector<uint8_t> out(values.size() * dtype_size(dtype));
+    for (size_t i = 0; i < values.size(); ++i) {
+        const float f = static_cast<float>(values[i]);
+        if (dtype == Dtype::f32) {
+            std::memcpy(out.data() + 4 * i, &f, 4);
+        } else {
+            const uint16_t h = to_16bit(dtype, f);
+            std::memcpy(out.data() + 2 * i, &h, 2);
+        }
+    }
+    return out;
+}
+
 void round_to(Dtype dtype, std::vector<double>& values) {
     for (double& v : values)
         v = dtype == Dtype::f32 ? double(float(v)) : double(from_16bit(dtype, to_16bit(dtype, float(v))));

@@ -355,25 +355,15 @@ void check_backward(Context& ctx, const Case& c, const Problem& p, const RunOpti
     const size_t n = x.size();
     Problem forward = p;
     forward.backward = false;
-    std::vector<double> xd(x.begin(), x.end()), y(n), dy(n), got(n), ref(n);
+    std::vector<double> xd(x.begin(), x.end()), y(n), dy(n), ref(n);
     cpu::softmax(forward, xd.data(), y.data());
     std::normal_distribution<double> grad(0.0, 1.0);
     for (double& v : dy) v = grad(rng);
     round_to(c.dtype, y);
     round_to(c.dtype, dy);
-    if (c.dtype == Dtype::f32) {
-        std::vector<float> yf(y.begin(), y.end()), dyf(dy.begin(), dy.end()), dx(n);
-        run_backward(ctx, p, yf.data(), dyf.data(), dx.data(), ro);
-        got.assign(dx.begin(), dx.end());
-    } else {
-        std::vector<uint16_t> yh(n), dyh(n), dx(n);
-        for (size_t i = 0; i < n; ++i) {
-            yh[i] = to_16bit(c.dtype, static_cast<float>(y[i]));
-            dyh[i] = to_16bit(c.dtype, static_cast<float>(dy[i]));
-        }
-        run_backward(ctx, p, yh.data(), dyh.data(), dx.data(), ro);
-        for (size_t i = 0; i < n; ++i) got[i] = from_16bit(c.dtype, dx[i]);
-    }
+    std::vector<uint8_t> dx(n * dtype_size(c.dtype));
+    run_backward(ctx, p, to_storage(y, c.dtype).data(), to_storage(dy, c.dtype).data(), dx.data(), ro);
+    const std::vector<double> got = to_double(dx.data(), n, c.dtype);
     cpu::softmax_backward(p, y.data(), dy.data(), ref.data());
     round_to(c.dtype, ref);
     const Accuracy a = compare_backward(p, y, dy, got, ref);

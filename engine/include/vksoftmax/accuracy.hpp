@@ -33,6 +33,9 @@ Bound accuracy_bound(Dtype dtype, bool log, Precision precision = Precision::fas
 
 // `n` elements of `dtype` (fp16 and bf16 as their 16 bits) as doubles.
 std::vector<double> to_double(const void* data, size_t n, Dtype dtype);
+// The reverse: `values` in `dtype` as stored (rounded through fp32), the
+// bytes an input buffer or .npy file of that type holds.
+std::vector<uint8_t> to_storage(const std::vector<double>& values, Dtype dtype);
 // Rounds each value to `dtype` and back, as the GPU's output is rounded.
 void round_to(Dtype dtype, std::vector<double>& values);
 
