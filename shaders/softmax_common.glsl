@@ -110,19 +110,39 @@ layout(constant_id = 8) const bool ODD_ROWS = false;
     b = vec4(unpackHalf2x16(p.z), unpackHalf2x16(p.w))
 #define PACK8(a, b) uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw))
 #elif defined(STORAGE_BF16)
-// bf16 <-> fp32: widening is a shift; narrowing rounds to nearest even (a
-// carry into the exponent is the correct rounding, up to inf) and keeps NaN
-// quiet, as engine/include/vksoftmax/half.hpp does on the host.
+// bf16 <-> fp32: widening is a shift; narrowing rounds to nearest even
+// and keeps NaN quiet, as engine/include/vksoftmax/half.hpp does on the
+// host. bf16_rounded() returns fp32 bits whose top half is the bf16.
 #define STORAGE_16BIT
 #define ELEM uint16_t
 float bf16_lo(uint w) { return uintBitsToFloat(w << 16); }
 float bf16_hi(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
-uint bf16_bits(float v) {
+// Softmax outputs lie in [0, 1] (or are NaN): there v is split as Veltkamp
+// does, hi = (v * 65537) + (v - v * 65537), which is v rounded to 8
+// significant bits, to nearest even, for every normal |v| below 2^112
+// (checked against the integer rounding over all of them); NaN stays a
+// quiet NaN. Three fp32 operations instead of six integer ones and a NaN
+// test: NVIDIA runs integer operations at half the fp32 rate. `precise`
+// keeps the compiler from fusing or reassociating them. Log-softmax
+// outputs and gradients are unbounded: there the carry into the exponent
+// is the rounding (up to inf), after a NaN test.
+#ifdef BACKWARD
+const bool BF16_OUTPUT_IN_UNIT_RANGE = false;
+#else
+const bool BF16_OUTPUT_IN_UNIT_RANGE = !LOG;
+#endif
+uint bf16_rounded(float v) {
+    if (BF16_OUTPUT_IN_UNIT_RANGE) {
+        precise float split = v * 65537.0;
+        precise float rest = v - split;
+        precise float hi = split + rest;
+        return floatBitsToUint(hi);
+    }
     uint b = floatBitsToUint(v);
-    if ((b & 0x7fffffffu) > 0x7f800000u) return (b >> 16) | 0x40u;
-    return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+    return isnan(v) ? (b | 0x400000u) : b + 0x7fffu + ((b >> 16) & 1u);
 }
-uint pack_bf16x2(vec2 v) { return bf16_bits(v.x) | (bf16_bits(v.y) << 16); }
+uint bf16_bits(float v) { return bf16_rounded(v) >> 16; }
+uint pack_bf16x2(vec2 v) { return (bf16_rounded(v.x) >> 16) | (bf16_rounded(v.y) & 0xffff0000u); }
 vec4 unpack_bf16x4(uvec2 p) { return vec4(bf16_lo(p.x), bf16_hi(p.x), bf16_lo(p.y), bf16_hi(p.y)); }
 #define ELEM_TO_FLOAT(e) uintBitsToFloat(uint(e) << 16)
 #define FLOAT_TO_ELEM(v) uint16_t(bf16_bits(v))

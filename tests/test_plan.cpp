@@ -210,6 +210,30 @@ TEST(Plan, WorkgroupRows) {
     EXPECT_EQ(even.key[0].vec, 8u);
 }
 
+// bf16 softmax outputs are rounded in fp32 operations and take fp16's
+// geometry; log-softmax outputs and gradients, rounded in integer
+// operations, at most 4 slots (tuning.hpp: kBf16MaxSlots).
+TEST(Plan, Bf16SlotsFollowTheRounding) {
+    const DeviceInfo d = h200();
+    for (uint64_t cols : {1024u, 4096u}) {
+        Problem softmax = rows_of(4096, cols, Dtype::bf16);
+        const Plan f16 = plan_geometry(d, rows_of(4096, cols, Dtype::f16));
+        const Plan bf16 = plan_geometry(d, softmax);
+        EXPECT_EQ(bf16.path, f16.path) << what(softmax);
+        EXPECT_EQ(bf16.key[0].slots, f16.key[0].slots) << what(softmax);
+        EXPECT_EQ(bf16.key[0].workgroup_size, f16.key[0].workgroup_size) << what(softmax);
+        EXPECT_EQ(bf16.key[0].slots, 8u) << what(softmax);
+
+        Problem log = softmax;
+        log.log = true;
+        Problem backward = softmax;
+        backward.backward = true;
+        for (const Problem& p : {log, backward})
+            EXPECT_LE(plan_geometry(d, p).key[0].slots, 4u)
+                << what(p) << (p.log ? " log-softmax" : " backward") << ": integer rounding, at most 4 slots";
+    }
+}
+
 // Split rows: chunks of whole tiles (4 slots x 256 invocations = 4096
 // elements), about 1024 work items over all rows and at most 512 chunks a
 // row; a 16-byte partial per item in the workspace.

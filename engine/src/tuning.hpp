@@ -30,11 +30,15 @@ constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
 // largest workgroup the tiles of kHalfRowSlotsAtMaxWorkgroup slots, as an
 // fp16 row's (the register file's limits, not measured apart).
 constexpr uint32_t kBackwardMaxSlots = kMaxSlots / 2;
-// bf16 rows at most 4 slots per invocation: at 8 the NVIDIA compiler put
-// part of a bf16 module in local memory (pipeline statistics: 128 bytes
-// more than fp16's), and bf16 took 3x fp16's time (580.159.04, H200:
-// 4096x1024 forward 17.5 us against f16 5.8, backward 19.7 against 6.8;
-// backward at 4 slots 8.6, 20480x4096 275 -> 131 us; bench/NOTES.md v12).
+// bf16 log-softmax and gradient rows at most 4 slots per invocation: their
+// outputs are rounded in integer operations (softmax_common.glsl), and at
+// 8 slots the NVIDIA compiler put part of such a module in local memory
+// (pipeline statistics: 128 bytes more than fp16's) and bf16 took 3x
+// fp16's time (580.159.04, H200: 4096x1024 backward 19.7 us against f16
+// 6.8, at 4 slots 8.6; log-softmax at 8 slots 15.0, at 4 12.2). Softmax
+// outputs are rounded in three fp32 operations and hold fp16's 8 slots
+// without local memory (4096x1024 6.4 us against 9.5 at 4 slots;
+// bench/NOTES.md v12, v13).
 constexpr uint32_t kBf16MaxSlots = 4;
 // A subgroup owns rows up to 32 x subgroup size (1024 floats at 32) and
 // needs no barrier at all.
