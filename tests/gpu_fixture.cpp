@@ -70,24 +70,14 @@ Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const Pla
                         const AttentionData& ref) {
     Outcome out;
     const size_t n = x.size();
-    std::vector<double> xd(n);
     RunOptions ro;
     ro.plan = opts;
-    if (p.dtype == Dtype::f32) {
-        std::vector<float> y(n);
-        out.plan = run(Gpu::ctx(), p, x.data(), y.data(), ro, gpu).plan;
-        out.got.assign(y.begin(), y.end());
-        xd.assign(x.begin(), x.end());
-    } else {
-        std::vector<uint16_t> xh(n), yh(n);
-        for (size_t i = 0; i < n; ++i) {
-            xh[i] = to_16bit(p.dtype, x[i]);
-            xd[i] = from_16bit(p.dtype, xh[i]);
-        }
-        out.plan = run(Gpu::ctx(), p, xh.data(), yh.data(), ro, gpu).plan;
-        out.got.resize(n);
-        for (size_t i = 0; i < n; ++i) out.got[i] = from_16bit(p.dtype, yh[i]);
-    }
+    // The inputs as stored in the problem's type, and as the reference sees them.
+    std::vector<double> xd(x.begin(), x.end());
+    round_to(p.dtype, xd);
+    std::vector<uint8_t> y(n * dtype_size(p.dtype));
+    out.plan = run(Gpu::ctx(), p, to_storage(xd, p.dtype).data(), y.data(), ro, gpu).plan;
+    out.got = to_double(y.data(), n, p.dtype);
     out.ref.resize(n);
     cpu::softmax(p, xd.data(), out.ref.data(), ref);
     // Round the reference to the output's type: a log-softmax of -FLT_MAX

@@ -20,28 +20,11 @@ const float kNaN = std::numeric_limits<float>::quiet_NaN();
 // A fixture of its own, so that the suite's slices by name stay apart.
 class BackwardTest : public Gpu {};
 
-// The inputs of a backward run as the GPU and the reference see them (in
-// the problem's storage type).
-struct BackwardInputs {
-    std::vector<double> y, dy;
-};
-
 // y: the forward output of random logits (the CPU reference's, rounded to
-// the storage type); dy: normal(0, 1).
+// the storage type); dy: normal(0, 1) (backward_inputs()).
 BackwardInputs random_inputs(const Problem& p) {
-    const size_t n = p.shape.elements();
-    const std::vector<float> x = random_logits(n, fresh_seed());
-    BackwardInputs in{std::vector<double>(n), std::vector<double>(n)};
-    Problem forward = p;
-    forward.backward = false;
-    std::vector<double> xd(x.begin(), x.end());
-    cpu::softmax(forward, xd.data(), in.y.data());
-    std::mt19937 rng(fresh_seed());
-    std::normal_distribution<double> grad(0.0, 1.0);
-    for (double& v : in.dy) v = grad(rng);
-    round_to(p.dtype, in.y);
-    round_to(p.dtype, in.dy);
-    return in;
+    const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+    return backward_inputs(p, std::vector<double>(x.begin(), x.end()), fresh_seed());
 }
 
 struct BackwardOutcome {

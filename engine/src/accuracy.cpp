@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <random>
 
+#include "vksoftmax/cpu.hpp"
 #include "vksoftmax/half.hpp"
 
 namespace vksoftmax {
@@ -138,6 +140,20 @@ Accuracy compare_backward(const Problem& problem, const std::vector<double>& y, 
         }
     }
     return a;
+}
+
+BackwardInputs backward_inputs(const Problem& problem, const std::vector<double>& logits, uint32_t seed) {
+    const size_t n = logits.size();
+    BackwardInputs in{std::vector<double>(n), std::vector<double>(n)};
+    Problem forward = problem;
+    forward.backward = false;
+    cpu::softmax(forward, logits.data(), in.y.data());
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> grad(0.0, 1.0);
+    for (double& v : in.dy) v = grad(rng);
+    round_to(problem.dtype, in.y);
+    round_to(problem.dtype, in.dy);
+    return in;
 }
 
 }  // namespace vksoftmax

@@ -273,24 +273,12 @@ Outputs run_on_gpu(Context& ctx, const Case& c, const Problem& p, const RunOptio
     const std::vector<float> x = make_input(c, rng);
     const size_t n = x.size();
     Outputs o;
-    o.inputs.resize(n);
-    o.got.resize(n);
-    if (c.dtype == Dtype::f32) {
-        std::vector<float> y(n);
-        run(ctx, p, x.data(), y.data(), ro, attention);
-        for (size_t i = 0; i < n; ++i) {
-            o.inputs[i] = x[i];
-            o.got[i] = y[i];
-        }
-    } else {
-        std::vector<uint16_t> xh(n), yh(n);
-        for (size_t i = 0; i < n; ++i) {
-            xh[i] = to_16bit(c.dtype, x[i]);
-            o.inputs[i] = from_16bit(c.dtype, xh[i]);
-        }
-        run(ctx, p, xh.data(), yh.data(), ro, attention);
-        for (size_t i = 0; i < n; ++i) o.got[i] = from_16bit(c.dtype, yh[i]);
-    }
+    // The inputs as stored in the case's type, and as the reference sees them.
+    o.inputs.assign(x.begin(), x.end());
+    round_to(c.dtype, o.inputs);
+    std::vector<uint8_t> y(n * dtype_size(c.dtype));
+    run(ctx, p, to_storage(o.inputs, c.dtype).data(), y.data(), ro, attention);
+    o.got = to_double(y.data(), n, c.dtype);
     return o;
 }
 
@@ -353,14 +341,10 @@ void check_backward(Context& ctx, const Case& c, const Problem& p, const RunOpti
                     Result& r) {
     const std::vector<float> x = make_input(c, rng);
     const size_t n = x.size();
-    Problem forward = p;
-    forward.backward = false;
-    std::vector<double> xd(x.begin(), x.end()), y(n), dy(n), ref(n);
-    cpu::softmax(forward, xd.data(), y.data());
-    std::normal_distribution<double> grad(0.0, 1.0);
-    for (double& v : dy) v = grad(rng);
-    round_to(c.dtype, y);
-    round_to(c.dtype, dy);
+    const BackwardInputs in = backward_inputs(p, std::vector<double>(x.begin(), x.end()), static_cast<uint32_t>(rng()));
+    const std::vector<double>& y = in.y;
+    const std::vector<double>& dy = in.dy;
+    std::vector<double> ref(n);
     std::vector<uint8_t> dx(n * dtype_size(c.dtype));
     run_backward(ctx, p, to_storage(y, c.dtype).data(), to_storage(dy, c.dtype).data(), dx.data(), ro);
     const std::vector<double> got = to_double(dx.data(), n, c.dtype);

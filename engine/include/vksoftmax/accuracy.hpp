@@ -56,4 +56,14 @@ Accuracy compare(const Problem& problem, const std::vector<double>& got, const s
 Accuracy compare_backward(const Problem& problem, const std::vector<double>& y, const std::vector<double>& dy,
                           const std::vector<double>& got, const std::vector<double>& ref);
 
+// The inputs of a backward problem as the GPU and the reference both see
+// them: y the float64 forward (softmax, or log-softmax where problem.log)
+// of `logits` (problem.shape, dense), dy normal(0, 1) drawn from `seed`,
+// both rounded to the problem's storage type, so that to_storage() holds
+// them exactly.
+struct BackwardInputs {
+    std::vector<double> y, dy;
+};
+BackwardInputs backward_inputs(const Problem& problem, const std::vector<double>& logits, uint32_t seed);
+
 }  // namespace vksoftmax
