@@ -117,15 +117,19 @@ layout(constant_id = 8) const bool ODD_ROWS = false;
 #define ELEM uint16_t
 float bf16_lo(uint w) { return uintBitsToFloat(w << 16); }
 float bf16_hi(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
-// Softmax outputs lie in [0, 1] (or are NaN): there v is split as Veltkamp
-// does, hi = (v * 65537) + (v - v * 65537), which is v rounded to 8
-// significant bits, to nearest even, for every normal |v| below 2^112
-// (checked against the integer rounding over all of them); NaN stays a
-// quiet NaN. Three fp32 operations instead of six integer ones and a NaN
-// test: NVIDIA runs integer operations at half the fp32 rate. `precise`
-// keeps the compiler from fusing or reassociating them. Log-softmax
-// outputs and gradients are unbounded: there the carry into the exponent
-// is the rounding (up to inf), after a NaN test.
+// Rounding to 8 significant bits by Veltkamp's split: hi = (v * 65537) +
+// (v - v * 65537) is v rounded to nearest even, in three fp32 operations
+// instead of six integer ones and a NaN test (NVIDIA issues integer
+// operations at half the fp32 rate). Bfloat16.ShaderSplitRoundsToNearestEven
+// (tests/test_cpu.cpp) checks these operations against half.hpp's rounding.
+// `precise` keeps the compiler from fusing or reassociating them.
+// Softmax outputs lie in [0, 1] (or are NaN), where the split is exact for
+// every normal value. Log-softmax outputs and gradients are unbounded:
+// they are split at v / 2^16, written v * (1 + 2^-16) = v / 2^16 * 65537
+// so that nothing overflows, exact from 2^-110 up (below, within 7.7e-34,
+// far under the bf16 bound's floor); past the largest value that rounds
+// to a finite bf16, and for +-inf, v * 2 is the rounding (+-inf); NaN
+// stays a quiet NaN.
 #ifdef BACKWARD
 const bool BF16_OUTPUT_IN_UNIT_RANGE = false;
 #else
@@ -138,8 +142,12 @@ uint bf16_rounded(float v) {
         precise float hi = split + rest;
         return floatBitsToUint(hi);
     }
-    uint b = floatBitsToUint(v);
-    return isnan(v) ? (b | 0x400000u) : b + 0x7fffu + ((b >> 16) & 1u);
+    precise float low = v * 1.52587890625e-05;           // v / 2^16
+    precise float split = v * 1.0000152587890625;        // v / 2^16 * 65537
+    precise float rest = low - split;
+    precise float hi = (split + rest) * 65536.0;
+    const float largest_finite = uintBitsToFloat(0x7f7fff00u);  // above: rounds to inf
+    return floatBitsToUint(abs(v) < largest_finite ? hi : v * 2.0);
 }
 uint bf16_bits(float v) { return bf16_rounded(v) >> 16; }
 uint pack_bf16x2(vec2 v) { return (bf16_rounded(v.x) >> 16) | (bf16_rounded(v.y) & 0xffff0000u); }

@@ -244,6 +244,68 @@ TEST(Bfloat16, KnownValues) {
     EXPECT_EQ(bf16_to_float(0x3EAB), 0.333984375f);
 }
 
+// The shader's bf16 rounding (softmax_common.glsl, bf16_rounded()) is
+// Veltkamp's split in fp32 arithmetic; the same operations here, each
+// rounded to fp32 (volatile: no fusing), must give float_to_bf16()'s
+// round-to-nearest-even. Every exponent and sign, with mantissas spread
+// over the range, ties (low half 0x8000) and their neighbours: softmax's
+// form for [2^-126, 1], the unbounded form for every value from 2^-110
+// (below, it may flush: within 7.7e-34), inf and NaN.
+namespace {
+uint32_t bits_of(float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
+float float_of(uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+uint16_t split_unit_range(float v) {
+    volatile float split = v * 65537.0f;
+    volatile float rest = v - split;
+    volatile float hi = split + rest;
+    return static_cast<uint16_t>(bits_of(hi) >> 16);
+}
+uint16_t split_unbounded(float v) {
+    volatile float low = v * 1.52587890625e-05f;
+    volatile float split = v * 1.0000152587890625f;
+    volatile float rest = low - split;
+    volatile float hi = (split + rest) * 65536.0f;
+    volatile float twice = v * 2.0f;
+    return static_cast<uint16_t>(bits_of(std::fabs(v) < float_of(0x7f7fff00u) ? hi : twice) >> 16);
+}
+}  // namespace
+
+TEST(Bfloat16, ShaderSplitRoundsToNearestEven) {
+    uint64_t checked = 0;
+    for (uint32_t sign : {0u, 0x80000000u})
+        for (uint32_t exponent = 1; exponent < 255; ++exponent)
+            for (uint32_t m = 0; m < (1u << 23); m += 4093) {
+                for (uint32_t low : {m, (m & ~0xffffu) | 0x7fffu, (m & ~0xffffu) | 0x8000u, (m & ~0xffffu) | 0x8001u}) {
+                    const uint32_t b = sign | (exponent << 23) | (low & 0x7fffffu);
+                    const float v = float_of(b);
+                    const uint16_t want = float_to_bf16(v);
+                    if (exponent >= 17) {  // |v| >= 2^-110
+                        ASSERT_EQ(split_unbounded(v), want) << "unbounded form, 0x" << std::hex << b << " (" << v << ")";
+                    }
+                    if (exponent <= 127) {  // |v| <= 1 (and the negatives, which softmax never gives)
+                        ASSERT_EQ(split_unit_range(v), want) << "unit-range form, 0x" << std::hex << b << " (" << v << ")";
+                    }
+                    ++checked;
+                }
+            }
+    EXPECT_GT(checked, 2000000u);
+    const float inf = std::numeric_limits<float>::infinity();
+    EXPECT_EQ(split_unbounded(inf), 0x7F80);
+    EXPECT_EQ(split_unbounded(-inf), 0xFF80);
+    EXPECT_EQ(split_unbounded(std::numeric_limits<float>::max()), 0x7F80) << "FLT_MAX rounds up to inf";
+    EXPECT_TRUE(std::isnan(bf16_to_float(split_unbounded(std::numeric_limits<float>::quiet_NaN()))));
+    EXPECT_TRUE(std::isnan(bf16_to_float(split_unit_range(std::numeric_limits<float>::quiet_NaN()))));
+    EXPECT_LT(std::fabs(bf16_to_float(split_unbounded(7.0e-34f))), 7.7e-34f) << "below 2^-110: within 7.7e-34";
+}
+
 TEST(Bfloat16, EveryBfloat16RoundTrips) {
     for (uint32_t b = 0; b < 0x10000; ++b) {
         const float f = bf16_to_float(static_cast<uint16_t>(b));

@@ -210,10 +210,9 @@ TEST(Plan, WorkgroupRows) {
     EXPECT_EQ(even.key[0].vec, 8u);
 }
 
-// bf16 softmax outputs are rounded in fp32 operations and take fp16's
-// geometry; log-softmax outputs and gradients, rounded in integer
-// operations, at most 4 slots (tuning.hpp: kBf16MaxSlots).
-TEST(Plan, Bf16SlotsFollowTheRounding) {
+// bf16 softmax rows take fp16's geometry; log-softmax and gradient rows at
+// most 4 slots (tuning.hpp: kBf16MaxSlots).
+TEST(Plan, Bf16SlotCap) {
     const DeviceInfo d = h200();
     for (uint64_t cols : {1024u, 4096u}) {
         Problem softmax = rows_of(4096, cols, Dtype::bf16);
@@ -230,7 +229,7 @@ TEST(Plan, Bf16SlotsFollowTheRounding) {
         backward.backward = true;
         for (const Problem& p : {log, backward})
             EXPECT_LE(plan_geometry(d, p).key[0].slots, 4u)
-                << what(p) << (p.log ? " log-softmax" : " backward") << ": integer rounding, at most 4 slots";
+                << what(p) << (p.log ? " log-softmax" : " backward") << ": at most 4 slots";
     }
 }
 

@@ -189,11 +189,10 @@ const char* path_name(Path p) {
 namespace {
 
 // The most vec4 slots an invocation holds for `problem`, of `most`: bf16
-// outputs rounded in integer operations (log-softmax, gradients) take
-// fewer (tuning.hpp: kBf16MaxSlots).
+// log-softmax and gradient rows take fewer (tuning.hpp: kBf16MaxSlots).
 uint32_t slot_cap(const Problem& problem, uint32_t most) {
-    const bool integer_rounding = problem.dtype == Dtype::bf16 && (problem.log || problem.backward);
-    return integer_rounding ? std::min(most, kBf16MaxSlots) : most;
+    const bool unbounded_bf16 = problem.dtype == Dtype::bf16 && (problem.log || problem.backward);
+    return unbounded_bf16 ? std::min(most, kBf16MaxSlots) : most;
 }
 
 Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
