@@ -1,0 +1,41 @@
+# cmake -DTESTS=path/to/vksoftmax_tests -DFILTERS=file -P every_suite_in_ctest.cmake
+# Every gtest suite of vksoftmax_tests is named by the filter of some ctest
+# entry (FILTERS: the filters of tests/CMakeLists.txt's vks_test() calls),
+# so that a suite added to the binary cannot go unrun by `make test`.
+execute_process(COMMAND ${TESTS} --gtest_list_tests OUTPUT_VARIABLE listing RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${TESTS} --gtest_list_tests failed (${rc})")
+endif()
+# The positive patterns of every filter (a gtest filter is POSITIVE-NEGATIVE,
+# each ':'-separated), one per list element.
+file(READ ${FILTERS} filters)
+set(positive "")
+foreach(filter ${filters})
+  string(REGEX REPLACE "-.*" "" filter "${filter}")
+  string(REPLACE ":" ";" patterns "${filter}")
+  list(APPEND positive ${patterns})
+endforeach()
+string(REGEX MATCHALL "\n[A-Za-z0-9_]+\\.\n" suites "\n${listing}")
+set(missing "")
+set(count 0)
+foreach(line ${suites})
+  string(STRIP "${line}" suite)  # "Name."
+  math(EXPR count "${count} + 1")
+  set(found FALSE)
+  foreach(p ${positive})
+    string(FIND "${p}" "${suite}" at)
+    if(at EQUAL 0)
+      set(found TRUE)
+    endif()
+  endforeach()
+  if(NOT found)
+    list(APPEND missing "${suite}*")
+  endif()
+endforeach()
+if(count EQUAL 0)
+  message(FATAL_ERROR "no suites found in the listing of ${TESTS}")
+endif()
+if(missing)
+  message(FATAL_ERROR "gtest suites that no ctest entry runs: ${missing} (add them to a vks_test() filter in tests/CMakeLists.txt)")
+endif()
+message(STATUS "all ${count} gtest suites are run by some ctest entry")
