@@ -51,9 +51,32 @@ vec4 mask_value4(uint e) {
     return vec4(mask_pair(w.x), mask_pair(w.y));
 }
 
-// Rows are numbered within the dispatch's range of the tensor; r + first_row
-// in the whole tensor (the mask, sinks and log-sum-exp are bound whole).
-uint row_head(uint r) { return ((r + pc.first_row) / pc.query_rows) % pc.heads; }
+// floor(n / d) for a divisor d given as the magic number and shifts the
+// host computed (divisor_for() in the engine's divisor.hpp, exact for every
+// 32-bit n): a multiply-high and three steps, where dividing by a push
+// constant is a long instruction sequence on a GPU, and a masked row takes
+// its index apart with five (bench/NOTES.md, v14).
+uint divide(uint n, uint magic, uint shifts) {
+    uint high, low;
+    umulExtended(n, magic, high, low);
+    return (high + ((n - high) >> (shifts & 1u))) >> (shifts >> 1);
+}
+
+// Row r's (batch * heads + head) and query row. Rows are numbered within
+// the dispatch's range of the tensor; r + first_row in the whole tensor
+// (the mask, sinks and log-sum-exp are bound whole).
+uvec2 row_head_batch_and_query(uint r) {
+    uint row = r + pc.first_row;
+    uint hb = divide(row, pc.query_rows_magic, pc.query_rows_shifts);
+    return uvec2(hb, row - hb * pc.query_rows);
+}
+
+// n % d where d is the divisor given (n - d * floor(n / d)).
+uint remainder(uint n, uint d, uint magic, uint shifts) { return n - d * divide(n, magic, shifts); }
+
+uint row_head(uint r) {
+    return remainder(row_head_batch_and_query(r).x, pc.heads, pc.heads_magic, pc.heads_shifts);
+}
 
 // ALiBi's slope of head h, as ggml defines it: m0^(h + 1) for the first
 // 2^floor(log2(heads)) heads, m1^(2 (h - that) + 1) after, with m0 =
@@ -67,10 +90,14 @@ float alibi_slope(uint h) {
 // Row r's share of the options: its mask row's first element, the first
 // column the causal mask hides, the slope of its head.
 RowAttention row_attention(uint r) {
-    uint q = (r + pc.first_row) % pc.query_rows;
-    uint hb = (r + pc.first_row) / pc.query_rows;
-    uint h = hb % pc.heads, b = hb / pc.heads;
-    uint mask_row = ((b % pc.mask_batch) * pc.mask_heads + h % pc.mask_heads) * pc.mask_rows + q % pc.mask_rows;
+    uvec2 hb_q = row_head_batch_and_query(r);
+    uint q = hb_q.y;
+    uint b = divide(hb_q.x, pc.heads_magic, pc.heads_shifts);
+    uint h = hb_q.x - b * pc.heads;
+    uint mask_b = remainder(b, pc.mask_batch, pc.mask_batch_magic, pc.mask_batch_shifts);
+    uint mask_h = remainder(h, pc.mask_heads, pc.mask_heads_magic, pc.mask_heads_shifts);
+    uint mask_q = remainder(q, pc.mask_rows, pc.mask_rows_magic, pc.mask_rows_shifts);
+    uint mask_row = (mask_b * pc.mask_heads + mask_h) * pc.mask_rows + mask_q;
     // Columns past q + offset are hidden (an offset below -q hides all).
     int visible = clamp(int(q) + pc.causal_offset + 1, 0, int(pc.axis));
     return RowAttention(mask_row * pc.axis, CAUSAL ? uint(visible) : pc.axis, alibi_slope(h));

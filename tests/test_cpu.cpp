@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vksoftmax/cpu.hpp"
+#include "vksoftmax/divisor.hpp"
 #include "vksoftmax/error.hpp"
 #include "vksoftmax/half.hpp"
 
@@ -315,4 +316,39 @@ TEST(Bfloat16, EveryBfloat16RoundTrips) {
         }
         ASSERT_EQ(float_to_bf16(f), b) << "bfloat16 0x" << std::hex << b << " -> " << f;
     }
+}
+
+// divide() (and the attention modules' copy of it) against the hardware's
+// division: divisors of every bit length with their neighbours, the row
+// counts attention tensors have, and numerators at the quotient's steps
+// (k*d - 1, k*d), at the ends of the range and spread across it.
+TEST(Divisor, MatchesDivisionForEveryBitLength) {
+    std::vector<uint32_t> divisors = {1, 3, 5, 6, 7, 12, 25, 32, 48, 96, 100, 641, 1000, 2048, 4095, 6700417,
+                                      0x7fffffffu, 0x80000001u, 0xfffffffeu, 0xffffffffu};
+    for (uint32_t bit = 0; bit < 32; ++bit) {
+        const uint32_t p = uint32_t{1} << bit;
+        divisors.insert(divisors.end(), {p, p - 1 ? p - 1 : 1, p + 1});
+    }
+    uint64_t checked = 0;
+    for (uint32_t d : divisors) {
+        const vksoftmax::Divisor v = vksoftmax::divisor_for(d);
+        std::vector<uint32_t> numerators = {0, 1, d - 1, d, d + 1, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+        for (uint64_t k = 1; k < 5000; ++k) {
+            const uint64_t step = k * d;
+            if (step > 0xffffffffu) break;
+            numerators.push_back(static_cast<uint32_t>(step - 1));
+            numerators.push_back(static_cast<uint32_t>(step));
+        }
+        for (uint32_t n = 0x9e3779b9u, i = 0; i < 5000; ++i, n = n * 1664525u + 1013904223u) numerators.push_back(n);
+        for (uint32_t n : numerators) {
+            ASSERT_EQ(vksoftmax::divide(n, v), n / d)
+                << n << " / " << d << " with magic " << v.magic << " and shifts " << v.shifts;
+            ++checked;
+        }
+    }
+    EXPECT_GT(checked, 500000u);
+}
+
+TEST(Divisor, ZeroIsTakenAsOne) {
+    EXPECT_EQ(vksoftmax::divide(123456789u, vksoftmax::divisor_for(0)), 123456789u);
 }

@@ -424,6 +424,11 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
     c.mask_batch = static_cast<uint32_t>(layout.mask_batch);
     c.mask_heads = static_cast<uint32_t>(layout.mask_heads);
     c.mask_rows = static_cast<uint32_t>(layout.mask_rows);
+    c.by_query_rows = divisor_for(c.query_rows);
+    c.by_heads = divisor_for(c.heads);
+    c.by_mask_batch = divisor_for(c.mask_batch);
+    c.by_mask_heads = divisor_for(c.mask_heads);
+    c.by_mask_rows = divisor_for(c.mask_rows);
     c.causal_offset = static_cast<int32_t>(a.causal_offset);
     c.scale = multiplier;
     // log2 m0 = -max_bias / n, log2 m1 = -max_bias / 2 / n (alibi_slope()).

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "vksoftmax/divisor.hpp"
 #include "vksoftmax/handle.hpp"
 #include "vksoftmax/types.hpp"
 
@@ -75,6 +76,9 @@ struct AttentionConstants {
     float scale, alibi_e0, alibi_e1;
     uint32_t alibi_heads_log2;
     uint32_t first_row;  // the range's first row in the whole tensor (Plan::ranges)
+    // query_rows, heads, mask_batch, mask_heads and mask_rows as divisors
+    // (divisor.hpp): the shader takes each row's index apart without dividing.
+    Divisor by_query_rows, by_heads, by_mask_batch, by_mask_heads, by_mask_rows;
 };
 
 // Push constants of softmax.comp, in its declaration order; the plain
@@ -85,6 +89,9 @@ struct PushConstants {
     AttentionConstants attention;
 };
 constexpr uint32_t plain_push_bytes = 24;
+// The block softmax_common.glsl declares: 4-byte members only, so that the
+// host's layout and std430's agree (and within the 128 bytes every device has).
+static_assert(sizeof(PushConstants) == 108, "PushConstants must match softmax_common.glsl's push constant block");
 uint32_t push_bytes(const PipelineKey& key);
 
 // The storage buffers of a dispatch: 0 input, 1 output, 2 workspace; the
