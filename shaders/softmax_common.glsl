@@ -35,6 +35,9 @@
 #define MAIN_ATTRIBUTES
 #endif
 #extension GL_EXT_shader_16bit_storage : enable
+#ifdef STORAGE_BF16
+#extension GL_EXT_control_flow_attributes : require
+#endif
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -160,11 +163,22 @@ vec4 unpack_bf16x4(uvec2 p) { return vec4(bf16_lo(p.x), bf16_hi(p.x), bf16_lo(p.
     a = unpack_bf16x4(p.xy);    \
     b = unpack_bf16x4(p.zw)
 #define PACK8(a, b) uvec4(pack_bf16x2(a.xy), pack_bf16x2(a.zw), pack_bf16x2(b.xy), pack_bf16x2(b.zw))
+// Loops over the slots that the driver must unroll, so that the slots stay
+// in registers: with the rounding's longer code, NVIDIA's compiler left
+// write_tile()'s loops rolled in the log-softmax and backward modules at 8
+// slots, and the slots, indexed by the loop counter, went to local memory
+// (H200: bf16 backward 4096x1024 19.6 us, unrolled 7.3; bench/NOTES.md, v15).
+#define UNROLL_SLOTS [[unroll]]
 #else
 #define ELEM float
 #define ELEM_TO_FLOAT(e) float(e)
 #define FLOAT_TO_ELEM(v) ELEM(v)
 #define UNPACK4(p) (p)
+#endif
+#ifndef UNROLL_SLOTS
+// fp32 and fp16: the driver unrolls these loops itself, and the modules
+// keep their code exactly.
+#define UNROLL_SLOTS
 #endif
 #ifdef STORAGE_16BIT
 #define V4 uvec2

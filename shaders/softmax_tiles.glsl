@@ -198,8 +198,8 @@ void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bo
     float inv_d = 1.0 / s.d;
     float log_d = log(s.d);
     if (VEC == 8u) {
-        for (uint j = 0u; j < SLOTS; ++j) slots[j] = slot_output(j, s, exps, inv_d, log_d, bad);
-        for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+        UNROLL_SLOTS for (uint j = 0u; j < SLOTS; ++j) slots[j] = slot_output(j, s, exps, inv_d, log_d, bad);
+        UNROLL_SLOTS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
             uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
             if (!whole_vector(row, i)) {
                 store_part(row, i, slots[j]);

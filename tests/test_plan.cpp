@@ -210,27 +210,29 @@ TEST(Plan, WorkgroupRows) {
     EXPECT_EQ(even.key[0].vec, 8u);
 }
 
-// bf16 softmax rows take fp16's geometry; log-softmax and gradient rows at
-// most 4 slots (tuning.hpp: kBf16MaxSlots).
-TEST(Plan, Bf16SlotCap) {
+// bf16 rows take fp16's geometry: softmax, log-softmax and gradient rows
+// alike (bf16 modules unroll their slot loops, so that 8 slots stay in
+// registers: softmax_common.glsl, UNROLL_SLOTS).
+TEST(Plan, Bf16TakesFp16Geometry) {
     const DeviceInfo d = h200();
-    for (uint64_t cols : {1024u, 4096u}) {
-        Problem softmax = rows_of(4096, cols, Dtype::bf16);
-        const Plan f16 = plan_geometry(d, rows_of(4096, cols, Dtype::f16));
-        const Plan bf16 = plan_geometry(d, softmax);
-        EXPECT_EQ(bf16.path, f16.path) << what(softmax);
-        EXPECT_EQ(bf16.key[0].slots, f16.key[0].slots) << what(softmax);
-        EXPECT_EQ(bf16.key[0].workgroup_size, f16.key[0].workgroup_size) << what(softmax);
-        EXPECT_EQ(bf16.key[0].slots, 8u) << what(softmax);
-
-        Problem log = softmax;
-        log.log = true;
-        Problem backward = softmax;
-        backward.backward = true;
-        for (const Problem& p : {log, backward})
-            EXPECT_LE(plan_geometry(d, p).key[0].slots, 4u)
-                << what(p) << (p.log ? " log-softmax" : " backward") << ": at most 4 slots";
+    for (uint64_t cols : {1000u, 1024u, 4096u, 32000u}) {
+        for (int kind = 0; kind < 3; ++kind) {
+            Problem bf16 = rows_of(4096, cols, Dtype::bf16);
+            bf16.log = kind == 1;
+            bf16.backward = kind == 2;
+            Problem f16 = bf16;
+            f16.dtype = Dtype::f16;
+            const Plan a = plan_geometry(d, bf16), b = plan_geometry(d, f16);
+            const std::string which = what(bf16) + (kind == 1 ? " log-softmax" : kind == 2 ? " backward" : "");
+            EXPECT_EQ(a.path, b.path) << which;
+            EXPECT_EQ(a.key[0].slots, b.key[0].slots) << which;
+            EXPECT_EQ(a.key[0].workgroup_size, b.key[0].workgroup_size) << which;
+            EXPECT_EQ(a.key[0].vec, b.key[0].vec) << which;
+        }
     }
+    Problem log = rows_of(4096, 1024, Dtype::bf16);
+    log.log = true;
+    EXPECT_EQ(plan_geometry(d, log).key[0].slots, 8u) << "bf16 log-softmax 4096x1024: 8 slots, as fp16";
 }
 
 // Split rows: chunks of whole tiles (4 slots x 256 invocations = 4096

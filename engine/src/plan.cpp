@@ -188,13 +188,6 @@ const char* path_name(Path p) {
 
 namespace {
 
-// The most vec4 slots an invocation holds for `problem`, of `most`: bf16
-// log-softmax and gradient rows take fewer (tuning.hpp: kBf16MaxSlots).
-uint32_t slot_cap(const Problem& problem, uint32_t most) {
-    const bool unbounded_bf16 = problem.dtype == Dtype::bf16 && (problem.log || problem.backward);
-    return unbounded_bf16 ? std::min(most, kBf16MaxSlots) : most;
-}
-
 Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (options.path) {
         if (*options.path == Path::subgroup_row && !l.subgroup_reduction)
@@ -207,7 +200,7 @@ Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions&
         return *options.path;
     }
     if (l.subgroup_reduction &&
-        row_window(problem, Path::subgroup_row, l) <= 4ull * slot_cap(problem, kSubgroupRowSlots) * l.subgroup_size)
+        row_window(problem, Path::subgroup_row, l) <= 4ull * kSubgroupRowSlots * l.subgroup_size)
         return Path::subgroup_row;
     if (row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
         return Path::workgroup_row;
@@ -281,7 +274,7 @@ Geometry plan_subgroup_rows(const DeviceInfo& d, const Problem& problem, const L
         g.slots = kSlotRows;
     else
         g.slots = slots_for(problem, Path::subgroup_row, l, div_up(row_window(problem, Path::subgroup_row, l), 4ull * sg),
-                            slot_cap(problem, kSubgroupRowSlots));
+                            kSubgroupRowSlots);
     g.workgroup_size = std::min(cap, std::max(sg, g.slots == 1 ? kRowsWorkgroupShort : kRowsWorkgroup));
     g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
     g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
@@ -301,7 +294,7 @@ Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
         g.slots = kHalfRowSlotsAtMaxWorkgroup;  // tiles shorter than the row: ShaderKind::row_in_tiles
         return g;
     }
-    const uint32_t most = slot_cap(problem, problem.backward ? kBackwardMaxSlots : kMaxSlots);
+    const uint32_t most = problem.backward ? kBackwardMaxSlots : kMaxSlots;
     uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
     while (wg < l.max_workgroup && 4ull * most * wg < axis) wg *= 2;
     g.workgroup_size = wg;

@@ -30,16 +30,6 @@ constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
 // largest workgroup the tiles of kHalfRowSlotsAtMaxWorkgroup slots, as an
 // fp16 row's (the register file's limits, not measured apart).
 constexpr uint32_t kBackwardMaxSlots = kMaxSlots / 2;
-// bf16 log-softmax and gradient rows at most 4 slots per invocation: at 8
-// the NVIDIA compiler put part of such a module in local memory (pipeline
-// statistics: 128 bytes more than fp16's) and bf16 took 1.2-3x fp16's
-// time (580.159.04, H200: backward 4096x1024 19.2 us against f16 6.7, at 4
-// slots 8.0; log-softmax 14.8 against 12.0 at 4), whether their outputs
-// were rounded in integer operations or by the scaled fp32 split
-// (softmax_common.glsl). Softmax outputs, rounded by the plain split, hold
-// fp16's 8 slots without local memory (4096x1024 6.4 us against 9.5 at 4;
-// bench/NOTES.md v12, v13).
-constexpr uint32_t kBf16MaxSlots = 4;
 // A subgroup owns rows up to 32 x subgroup size (1024 floats at 32) and
 // needs no barrier at all.
 constexpr uint32_t kSubgroupRowSlots = 8;
