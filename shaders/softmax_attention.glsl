@@ -74,6 +74,7 @@ uvec2 row_head_batch_and_query(uint r) {
 // n % d where d is the divisor given (n - d * floor(n / d)).
 uint remainder(uint n, uint d, uint magic, uint shifts) { return n - d * divide(n, magic, shifts); }
 
+// The head of row r (whose sink joins its statistic).
 uint row_head(uint r) {
     return remainder(row_head_batch_and_query(r).x, pc.heads, pc.heads_magic, pc.heads_shifts);
 }
