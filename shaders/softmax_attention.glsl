@@ -27,6 +27,14 @@ layout(constant_id = 10) const uint MASK = MASK_NONE;
 layout(constant_id = 11) const bool CAUSAL = false;
 layout(constant_id = 12) const bool SINKS = false;
 layout(constant_id = 13) const bool LSE = false;
+// ALiBi's per-head slopes; without, every slope is 1 and a masked element
+// costs one multiply-add (x * scale + mask), not two.
+layout(constant_id = 14) const bool ALIBI = false;
+// A mask with a batch or head dimension over 1; without (a (query rows, n)
+// mask broadcast over batch and heads, the common one), a row's mask row
+// follows from its query row alone, and a row that needs no head (no
+// ALiBi, no sink) never takes its index apart further.
+layout(constant_id = 15) const bool MASK_PER_HEAD = false;
 
 // A row's share of the options (row_attention()).
 struct RowAttention { uint mask_base; uint visible; float slope; };
@@ -55,7 +63,7 @@ vec4 mask_value4(uint e) {
 // host computed (divisor_for() in the engine's divisor.hpp, exact for every
 // 32-bit n): a multiply-high and three steps, where dividing by a push
 // constant is a long instruction sequence on a GPU, and a masked row takes
-// its index apart with five (bench/NOTES.md, v14).
+// its index apart with up to five (bench/NOTES.md, v14).
 uint divide(uint n, uint magic, uint shifts) {
     uint high, low;
     umulExtended(n, magic, high, low);
@@ -74,35 +82,46 @@ uvec2 row_head_batch_and_query(uint r) {
 // n % d where d is the divisor given (n - d * floor(n / d)).
 uint remainder(uint n, uint d, uint magic, uint shifts) { return n - d * divide(n, magic, shifts); }
 
-// The head of row r (whose sink joins its statistic).
-uint row_head(uint r) {
-    return remainder(row_head_batch_and_query(r).x, pc.heads, pc.heads_magic, pc.heads_shifts);
+// The batch and head of a row's (batch * heads + head).
+uvec2 batch_and_head(uint hb) {
+    uint b = divide(hb, pc.heads_magic, pc.heads_shifts);
+    return uvec2(b, hb - b * pc.heads);
 }
+
+// The head of row r (whose sink joins its statistic).
+uint row_head(uint r) { return batch_and_head(row_head_batch_and_query(r).x).y; }
 
 // ALiBi's slope of head h, as ggml defines it: m0^(h + 1) for the first
 // 2^floor(log2(heads)) heads, m1^(2 (h - that) + 1) after, with m0 =
-// 2^alibi_e0 and m1 = 2^alibi_e1 (1 for every head without ALiBi).
+// 2^alibi_e0 and m1 = 2^alibi_e1.
 float alibi_slope(uint h) {
-    if (pc.alibi_e0 == 0.0) return 1.0;
     return h < pc.alibi_heads_log2 ? exp2(pc.alibi_e0 * float(h + 1u))
                                    : exp2(pc.alibi_e1 * float(2u * (h - pc.alibi_heads_log2) + 1u));
 }
 
 // Row r's share of the options: its mask row's first element, the first
-// column the causal mask hides, the slope of its head.
+// column the causal mask hides, the slope of its head (1 without ALIBI).
 RowAttention row_attention(uint r) {
     uvec2 hb_q = row_head_batch_and_query(r);
     uint q = hb_q.y;
-    uint b = divide(hb_q.x, pc.heads_magic, pc.heads_shifts);
-    uint h = hb_q.x - b * pc.heads;
-    uint mask_b = remainder(b, pc.mask_batch, pc.mask_batch_magic, pc.mask_batch_shifts);
-    uint mask_h = remainder(h, pc.mask_heads, pc.mask_heads_magic, pc.mask_heads_shifts);
-    uint mask_q = remainder(q, pc.mask_rows, pc.mask_rows_magic, pc.mask_rows_shifts);
-    uint mask_row = (mask_b * pc.mask_heads + mask_h) * pc.mask_rows + mask_q;
+    uint mask_row = remainder(q, pc.mask_rows, pc.mask_rows_magic, pc.mask_rows_shifts);
+    float slope = 1.0;
+    if (MASK_PER_HEAD || ALIBI) {
+        uvec2 bh = batch_and_head(hb_q.x);
+        uint mask_b = remainder(bh.x, pc.mask_batch, pc.mask_batch_magic, pc.mask_batch_shifts);
+        uint mask_h = remainder(bh.y, pc.mask_heads, pc.mask_heads_magic, pc.mask_heads_shifts);
+        if (MASK_PER_HEAD) mask_row += (mask_b * pc.mask_heads + mask_h) * pc.mask_rows;
+        if (ALIBI) slope = alibi_slope(bh.y);
+    }
     // Columns past q + offset are hidden (an offset below -q hides all).
     int visible = clamp(int(q) + pc.causal_offset + 1, 0, int(pc.axis));
-    return RowAttention(mask_row * pc.axis, CAUSAL ? uint(visible) : pc.axis, alibi_slope(h));
+    return RowAttention(mask_row * pc.axis, CAUSAL ? uint(visible) : pc.axis, slope);
 }
+
+// The mask's term: slope * mask with ALIBI, else the mask itself (the
+// slope is 1, so the logit is the same either way).
+float slope_times(RowAttention a, float m) { return ALIBI ? a.slope * m : m; }
+vec4 slope_times(RowAttention a, vec4 m) { return ALIBI ? a.slope * m : m; }
 
 // z of the element at column `col` of the row (an element of the row:
 // callers never pass the -inf that stands for a missing one, whose mask
@@ -110,7 +129,7 @@ RowAttention row_attention(uint r) {
 float attend(RowAttention a, uint col, float x) {
     if (CAUSAL && col >= a.visible) return vksm_neg_inf();
     float z = x * pc.scale;
-    return MASK != MASK_NONE ? z + a.slope * mask_value(a.mask_base + col) : z;
+    return MASK != MASK_NONE ? z + slope_times(a, mask_value(a.mask_base + col)) : z;
 }
 // The same for columns col .. col + 3. Rows of whole vectors (VEC 4 or 8,
 // not ODD_ROWS) have rows a multiple of 4 long and col a multiple of 4, so
@@ -118,7 +137,7 @@ float attend(RowAttention a, uint col, float x) {
 // the fp16 mask cost 2x the time of the softmax itself (H200, (8,32,512,512)).
 vec4 attend4(RowAttention a, uint col, vec4 v) {
     if (MASK != MASK_NONE && VEC >= 4u && !ODD_ROWS && (!CAUSAL || col + 3u < a.visible))
-        return v * pc.scale + a.slope * mask_value4(a.mask_base + col);
+        return v * pc.scale + slope_times(a, mask_value4(a.mask_base + col));
     for (uint c = 0u; c < 4u; ++c) v[c] = attend(a, col + c, v[c]);
     return v;
 }
@@ -128,8 +147,8 @@ vec4 attend4(RowAttention a, uint col, vec4 v) {
 void attend8(RowAttention a, uint col, inout vec4 lo, inout vec4 hi) {
     if ((MASK == MASK_F16 || MASK == MASK_BF16) && !ODD_ROWS && (!CAUSAL || col + 7u < a.visible)) {
         uvec4 w = mask_f16x8[(a.mask_base + col) >> 3];
-        lo = lo * pc.scale + a.slope * vec4(mask_pair(w.x), mask_pair(w.y));
-        hi = hi * pc.scale + a.slope * vec4(mask_pair(w.z), mask_pair(w.w));
+        lo = lo * pc.scale + slope_times(a, vec4(mask_pair(w.x), mask_pair(w.y)));
+        hi = hi * pc.scale + slope_times(a, vec4(mask_pair(w.z), mask_pair(w.w)));
         return;
     }
     lo = attend4(a, col, lo);

@@ -140,7 +140,7 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
     uint32_t variant = 0, runs = 0;
     for (Dtype dtype : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (bool log : {false, true})
-            for (int option = 0; option < 6; ++option) {
+            for (int option = 0; option < 8; ++option) {
                 const uint64_t n = log ? 256 : 150;
                 Problem p = attention_problem(batch, heads, query_rows, n, dtype);
                 p.log = log;
@@ -153,16 +153,22 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
                         a.alibi_max_bias = 8.0; break;
                     case 3: a.sinks = true; break;
                     case 4: a.lse = true; p.scale = 1.0 / std::sqrt(128.0); break;
-                    default:
+                    case 5:
                         a.mask = true; a.mask_dtype = dtype; a.causal = true; a.causal_offset = 100;
                         a.alibi_max_bias = 4.0; a.sinks = true; a.lse = true; p.scale = 0.5;
+                        break;
+                    case 6:  // broadcast over batch and heads: the mask row from the query row alone
+                        a.mask = true; a.mask_dtype = dtype; p.scale = 1.0 / std::sqrt(128.0); break;
+                    default:  // the same with ALiBi's per-head slopes
+                        a.mask = true; a.mask_dtype = Dtype::f32; a.alibi_max_bias = 8.0;
                 }
-                // The fp32 mask alone is (2, 2, 3, n), one per batch; the others (1, 2, 3, n).
+                // The fp32 mask of option 0 is (2, 2, 3, n), one per batch;
+                // options 6 and 7 take a (3, n) mask; the others (1, 2, 3, n).
                 a.mask_batch = option == 0 ? 2 : 1;
-                a.mask_heads = 2;
+                a.mask_heads = option >= 6 ? 1 : 2;
                 const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
                 const std::vector<float> mask =
-                    a.mask ? random_mask(a.mask_batch * 2 * query_rows, n, fresh_seed()) : std::vector<float>{};
+                    a.mask ? random_mask(a.mask_batch * a.mask_heads * query_rows, n, fresh_seed()) : std::vector<float>{};
                 const std::vector<Path> paths = paths_for(n);
                 // One path per case on a CPU device (another at each subgroup size).
                 for (uint32_t k = 0; k < paths.size(); ++k) {
@@ -173,7 +179,7 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
                 }
                 ++variant;
             }
-    EXPECT_GE(runs, 36u) << "cases run";
+    EXPECT_GE(runs, 48u) << "cases run";
 }
 
 // A mask that leaves one element per row gives exactly 1 there and 0

@@ -203,6 +203,24 @@ TEST(Plan, WorkgroupRows) {
     EXPECT_EQ(f16.key[0].slots, 4u);
     EXPECT_EQ(f16.key[0].vec, 8u);
 
+    // Rows that two subgroups hold at 8 slots take two (kNarrowRowSubgroups):
+    // 2048 at 64 x 8, 1500 at 64 x 6; 4096 stays at four, 128 x 8; the
+    // backward pass keeps four.
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+        const Plan narrow = plan_geometry(d, rows_of(65536, 2048, dt));
+        EXPECT_EQ(narrow.key[0].workgroup_size, 64u) << dtype_name(dt) << " 65536x2048";
+        EXPECT_EQ(narrow.key[0].slots, 8u) << dtype_name(dt) << " 65536x2048";
+        const Plan wide = plan_geometry(d, rows_of(32768, 4096, dt));
+        EXPECT_EQ(wide.key[0].workgroup_size, 128u) << dtype_name(dt) << " 32768x4096";
+        EXPECT_EQ(wide.key[0].slots, 8u) << dtype_name(dt) << " 32768x4096";
+    }
+    const Plan odd = plan_geometry(d, rows_of(4096, 1500));
+    EXPECT_EQ(odd.key[0].workgroup_size, 64u) << "f32 4096x1500";
+    EXPECT_EQ(odd.key[0].slots, 6u) << "f32 4096x1500";
+    Problem backward = rows_of(65536, 2048);
+    backward.backward = true;
+    EXPECT_EQ(plan_geometry(d, backward).key[0].workgroup_size, 128u) << "backward f32 65536x2048";
+
     // 12888 fp16: slot counts rounded up to even, for 16-byte accesses.
     const Plan even = plan_geometry(d, rows_of(1280, 12888, Dtype::f16));
     EXPECT_EQ(even.key[0].workgroup_size, 256u);
@@ -233,6 +251,44 @@ TEST(Plan, Bf16TakesFp16Geometry) {
     Problem log = rows_of(4096, 1024, Dtype::bf16);
     log.log = true;
     EXPECT_EQ(plan_geometry(d, log).key[0].slots, 8u) << "bf16 log-softmax 4096x1024: 8 slots, as fp16";
+}
+
+// The attention modules' options in the pipeline key: ALIBI only with a
+// max_bias over 0, MASK_PER_HEAD only for a mask with a batch or head
+// dimension over 1 (a (query rows, n) mask broadcast over both takes the
+// module that finds its mask row from the query row alone).
+TEST(Plan, AttentionModuleOptions) {
+    const DeviceInfo d = h200();
+    Problem p = rows_of(8 * 32 * 512, 512, Dtype::f16);
+    p.attention.heads = 32;
+    p.attention.query_rows = 512;
+    p.attention.mask = true;
+    p.attention.mask_dtype = Dtype::f16;
+    const PipelineKey broadcast = plan_geometry(d, p).key[0];
+    EXPECT_TRUE(broadcast.attention);
+    EXPECT_FALSE(broadcast.alibi) << "(512, 512) mask, no ALiBi";
+    EXPECT_FALSE(broadcast.mask_per_head) << "(512, 512) mask broadcast over batch 8 and 32 heads";
+
+    Problem heads = p;
+    heads.attention.mask_heads = 4;
+    EXPECT_TRUE(plan_geometry(d, heads).key[0].mask_per_head) << "mask of 4 heads";
+    Problem batch = p;
+    batch.attention.mask_batch = 2;
+    EXPECT_TRUE(plan_geometry(d, batch).key[0].mask_per_head) << "mask of batch 2";
+
+    Problem alibi = p;
+    alibi.attention.alibi_max_bias = 8.0;
+    const PipelineKey sloped = plan_geometry(d, alibi).key[0];
+    EXPECT_TRUE(sloped.alibi) << "max_bias 8";
+    EXPECT_FALSE(sloped.mask_per_head);
+    EXPECT_NE(sloped.id(), broadcast.id()) << "ALiBi and plain masked modules must be told apart";
+
+    Problem causal = p;
+    causal.attention.mask = false;
+    causal.attention.causal = true;
+    const PipelineKey no_mask = plan_geometry(d, causal).key[0];
+    EXPECT_FALSE(no_mask.alibi);
+    EXPECT_FALSE(no_mask.mask_per_head) << "no mask buffer, causal only";
 }
 
 // Split rows: chunks of whole tiles (4 slots x 256 invocations = 4096

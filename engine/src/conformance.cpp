@@ -132,11 +132,17 @@ double ulp_distance(double got, double ref, Dtype dtype) {
 }
 
 // The attention options alone and together, on rows short and long: a
-// mask broadcast over batch and heads with ALiBi and scale; causal with
-// sinks and the log-sum-exp; and (full catalogue) everything at once on
-// rows of 65537.
+// mask broadcast over batch and heads with scale (the module that finds a
+// row's mask row from its query row alone); a mask per head with ALiBi;
+// causal with sinks and the log-sum-exp; and (full catalogue) everything at
+// once on rows of 65537.
 void add_attention_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
     const std::string t = std::string(dtype_name(dt)) + " ";
+    Attention broadcast;
+    broadcast.mask = true;
+    broadcast.mask_dtype = dt;
+    cases.push_back(attention_case(t + "softmax (2,4,12,1000) attention mask (12,1000) scale=1/sqrt(128)", dt, false,
+                                   {2, 4, 12, 1000}, broadcast, 1.0 / std::sqrt(128.0)));
     Attention masked;
     masked.mask = true;
     masked.mask_dtype = dt;

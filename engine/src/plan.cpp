@@ -296,6 +296,9 @@ Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
     }
     const uint32_t most = problem.backward ? kBackwardMaxSlots : kMaxSlots;
     uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
+    const uint32_t narrow = kNarrowRowSubgroups * l.subgroup_size;
+    if (!problem.backward && narrow >= l.min_workgroup && narrow < wg && axis <= 4ull * kNarrowRowSlots * narrow)
+        wg = narrow;
     while (wg < l.max_workgroup && 4ull * most * wg < axis) wg *= 2;
     g.workgroup_size = wg;
     g.slots = slots_for(problem, Path::workgroup_row, l, div_up(axis, 4ull * wg), most);
@@ -404,6 +407,8 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
                                              : mask_f32;
     key.causal = a.causal;
     key.sinks = a.sinks;
+    key.alibi = a.alibi_max_bias > 0.0;
+    key.mask_per_head = a.mask && layout.mask_batch * layout.mask_heads > 1;
     key.lse = a.lse;
     plan.mask_bytes = layout.mask_elements * dtype_size(a.mask_dtype);
     plan.sinks_bytes = layout.sinks * 4;

@@ -13,6 +13,17 @@ namespace vksoftmax::tuning {
 // 4 subgroups (f16 20480x4096: 128 x 8 83.8 us, 64 x 16 85.6).
 constexpr uint32_t kMaxSlots = 16;                 // vec4 slots per invocation: 64 floats in registers
 constexpr uint32_t kMinRowSubgroups = 4;           // subgroups on a workgroup row, at least
+// ... except rows that two subgroups hold at 8 slots (2048 at 32), which
+// take two: fewer lanes with more loads in flight each, and a cross-subgroup
+// step over two partials. Forward rows of 2048 (H200, 65536 rows, us):
+// plain f16 64 x 8 129.5 against 128 x 4 151.1, bf16 136.0 against 158.1,
+// f32 259.6 against 261.5; masked ((1, 32, 2048, 2048), fp16 mask) f16
+// 175.2 against 182.0, bf16 178.4 against 187.4, f32 329.6 against 326.7.
+// At 4096, 64 x 16 is no faster than 128 x 8 (plain f16 132.2 against
+// 131.3) and masked far slower (515 against 207). The backward pass keeps
+// four subgroups (not measured at two).
+constexpr uint32_t kNarrowRowSubgroups = 2;
+constexpr uint32_t kNarrowRowSlots = 8;
 // A workgroup holds rows up to 32 floats per invocation of its largest
 // size (32768 at 1024: half an NVIDIA SM's register file); longer rows
 // take the split path.

@@ -55,10 +55,12 @@ struct PipelineKey {
     // still missing itself (PATIENCE).
     uint32_t patience = 0;
     // The attention modules (ATTENTION, softmax_attention.glsl) and their
-    // options: MASK (mask_none, or the mask's storage), CAUSAL, SINKS, LSE.
+    // options: MASK (mask_none, or the mask's storage), CAUSAL, SINKS, LSE,
+    // ALIBI (per-head slopes) and MASK_PER_HEAD (a mask with a batch or
+    // head dimension over 1).
     bool attention = false;
     uint32_t mask = 0;  // AttentionMask
-    bool causal = false, sinks = false, lse = false;
+    bool causal = false, sinks = false, lse = false, alibi = false, mask_per_head = false;
     // The backward pass's modules (softmax_backward.comp): the same kinds,
     // bindings 0 y, 1 dx, 2 workspace, 3 dy.
     bool backward = false;
