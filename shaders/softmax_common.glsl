@@ -54,6 +54,13 @@ layout(constant_id = 1) const uint SLOTS = 1;
 // SLOTS is then even). Rows not a multiple of VEC long are ODD_ROWS.
 layout(constant_id = 2) const uint VEC = 1;
 layout(constant_id = 3) const bool LOG = false;
+// Log-softmax at T > 1: x - m may overflow where (x - m) / T is finite, so
+// each output tests its inputs' magnitude (vksm_log_shift). Off, at T <= 1,
+// a log-softmax output is a subtract, a multiply and a subtract: with the
+// test on every row, rows of 2048 ran at 70% of the copy ceiling where
+// softmax ran at 99% (H200, bench/NOTES.md, v17). Attention modules take
+// T = 1 (their scale is applied as they load) and never test.
+layout(constant_id = 16) const bool LOG_OVERFLOW_GUARD = true;
 // A subgroup owns a row (short rows); otherwise the workgroup owns it.
 layout(constant_id = 4) const bool SUBGROUP_ROWS = false;
 // Our own range-reduced exp instead of the driver's, so that results agree
@@ -259,8 +266,10 @@ layout(push_constant) uniform Params {
 // is of the logits as they are.
 #ifdef ATTENTION
 #define VKSM_INV_T 1.0
+#define VKSM_LOG_SHIFT_GUARD false
 #else
 #define VKSM_INV_T pc.inv_t
+#define VKSM_LOG_SHIFT_GUARD LOG_OVERFLOW_GUARD
 #endif
 #define VKSM_ACCURATE ACCURATE
 #include "vksoftmax/softmax.glsl"

@@ -575,6 +575,46 @@ TEST_F(Gpu, NonFiniteRows) {
             }
 }
 
+// Log-softmax of rows of +-FLT_MAX at temperatures below, at and above 1,
+// on every path: x - m overflows fp32 there, which is -inf at T <= 1 (the
+// exact (x - m) / T is below -FLT_MAX too) but must not be at T = 3, where
+// (-FLT_MAX - FLT_MAX) / 3 is finite. The shaders take the overflow's care
+// only where T > 1 (vksm_log_shift_needs_care), so both sides are checked.
+TEST_F(Gpu, LogSoftmaxOfExtremesAtEveryTemperature) {
+    for (double temperature : {0.25, 1.0, 3.0})
+        for (Path path : {Path::subgroup_row, Path::workgroup_row, Path::split})
+            for (uint64_t cols : {12u, 1000u, 4100u}) {
+                std::vector<float> x(2 * cols);
+                for (uint64_t i = 0; i < cols; ++i) x[i] = (i % 3 == 0) ? FLT_MAX : -FLT_MAX;
+                for (uint64_t i = 0; i < cols; ++i) x[cols + i] = (i % 3 == 0) ? 1.0f : -FLT_MAX;
+                Problem p;
+                p.shape = {2, cols, 1};
+                p.log = true;
+                p.temperature = temperature;
+                PlanOptions opts;
+                opts.path = path;
+                Outcome o = run_and_compare(p, x, opts);
+                const std::string what = describe(p, opts);
+                EXPECT_EQ(o.acc.nonfinite_mismatches, 0u) << what << ": " << o.acc.describe();
+                EXPECT_TRUE(o.acc.within(accuracy_bound(Dtype::f32, true).rel, 0.0)) << what << ": " << o.acc.describe();
+                // Element 1 of row 0 is -FLT_MAX beside a max of FLT_MAX: -inf
+                // at T <= 1, finite (-2 FLT_MAX / 3 - log(count of max)) at
+                // T = 3. Beside a max of 1 (row 1) it is -FLT_MAX / T - log(d):
+                // finite at T >= 1, -inf at 0.25.
+                const double overflowed = o.got[1], beside_one = o.got[cols + 1];
+                if (temperature <= 1.0)
+                    EXPECT_EQ(overflowed, -INFINITY) << what << ": row 0 element 1 is " << overflowed;
+                else
+                    EXPECT_NEAR(overflowed / (-2.0 * FLT_MAX / 3.0), 1.0, 1e-6)
+                        << what << ": row 0 element 1 is " << overflowed << ", expected about " << -2.0 * FLT_MAX / 3.0;
+                if (temperature < 1.0)
+                    EXPECT_EQ(beside_one, -INFINITY) << what << ": row 1 element 1 is " << beside_one;
+                else
+                    EXPECT_NEAR(beside_one / (-FLT_MAX / temperature), 1.0, 1e-6)
+                        << what << ": row 1 element 1 is " << beside_one << ", expected about " << -FLT_MAX / temperature;
+            }
+}
+
 TEST_F(Gpu, AxisLengthOneIsExactlyOne) {
     for (bool log : {false, true}) {
         Problem p;

@@ -257,6 +257,37 @@ TEST(Plan, Bf16TakesFp16Geometry) {
 // max_bias over 0, MASK_PER_HEAD only for a mask with a batch or head
 // dimension over 1 (a (query rows, n) mask broadcast over both takes the
 // module that finds its mask row from the query row alone).
+// Log-softmax modules guard against x - m overflowing only at T > 1 (at
+// T <= 1 the overflow to -inf is the right output); softmax, attention
+// (T = 1, the temperature joins the scale) and the backward pass never.
+TEST(Plan, LogOverflowGuardOnlyAboveUnitTemperature) {
+    const DeviceInfo d = h200();
+    for (double temperature : {0.25, 1.0, 3.0})
+        for (bool log : {false, true}) {
+            Problem p = rows_of(4096, 1024, Dtype::f16);
+            p.log = log;
+            p.temperature = temperature;
+            const PipelineKey key = plan_geometry(d, p).key[0];
+            EXPECT_EQ(key.log_overflow_guard, log && temperature > 1.0)
+                << (log ? "log-softmax" : "softmax") << " at T = " << temperature << ": " << key.id();
+            Problem attention = p;
+            attention.attention.heads = 8;
+            attention.attention.query_rows = 512;
+            attention.attention.causal = true;
+            EXPECT_FALSE(plan_geometry(d, attention).key[0].log_overflow_guard)
+                << "causal attention at T = " << temperature;
+            Problem backward = p;
+            backward.backward = true;
+            EXPECT_FALSE(plan_geometry(d, backward).key[0].log_overflow_guard) << "backward at T = " << temperature;
+        }
+    Problem hot = rows_of(4096, 1024, Dtype::f32);
+    hot.log = true;
+    Problem warm = hot;
+    hot.temperature = 3.0;
+    EXPECT_NE(plan_geometry(d, hot).key[0].id(), plan_geometry(d, warm).key[0].id())
+        << "guarded and unguarded log-softmax modules must be told apart";
+}
+
 TEST(Plan, AttentionModuleOptions) {
     const DeviceInfo d = h200();
     Problem p = rows_of(8 * 32 * 512, 512, Dtype::f16);

@@ -24,7 +24,7 @@ const char* kind_name(ShaderKind kind) {
 std::string PipelineKey::id() const {
     if (copy) return "copy/wg" + std::to_string(workgroup_size);
     return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
-           "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (odd_rows ? "/odd" : "") + (log ? "/log" : "") +
+           "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (odd_rows ? "/odd" : "") + (log ? "/log" : "") + (log_overflow_guard ? "/guard" : "") +
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/" + kind_name(kind) +
            (row_lanes ? "/lanes" + std::to_string(row_lanes) : "") +
            (kind == ShaderKind::single_pass ? "/patience" + std::to_string(patience) : "") + "/req" + std::to_string(required_subgroup_size) +
@@ -118,15 +118,15 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
 void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
-    // constant_id 0..9 of softmax_common.glsl, 10..15 of
+    // constant_id 0..9 and 16 of softmax_common.glsl, 10..15 of
     // softmax_attention.glsl; booleans are 32-bit.
-    const std::array<uint32_t, 16> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
+    const std::array<uint32_t, 17> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                              key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
                                              static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u,
                                              key_.patience, key_.mask, key_.causal ? 1u : 0u, key_.sinks ? 1u : 0u,
                                              key_.lse ? 1u : 0u, key_.alibi ? 1u : 0u,
-                                             key_.mask_per_head ? 1u : 0u};
-    std::array<VkSpecializationMapEntry, 16> entries{};
+                                             key_.mask_per_head ? 1u : 0u, key_.log_overflow_guard ? 1u : 0u};
+    std::array<VkSpecializationMapEntry, 17> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares only constant_id 0. ROW_LANES (7) is declared by
     // the shuffle modules alone, PATIENCE (9) by the single-pass ones, 10..15

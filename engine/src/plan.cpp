@@ -513,6 +513,8 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     key.slots = g.slots;
     plan_attention(d, problem, inv_t, plan, key);
     key.backward = problem.backward;
+    // Attention modules take T = 1 (the temperature joins their scale).
+    key.log_overflow_guard = problem.log && !problem.backward && !key.attention && inv_t < 1.0f;
     // A slot row is one slot wide: 4-wide (or scalar, for rows of a few
     // lanes), never a 16-byte pair.
     key.vec = slot_rows ? access_width(problem, path, l, 1) : access_width(problem, path, l, g.slots);

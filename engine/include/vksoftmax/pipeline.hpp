@@ -43,6 +43,9 @@ struct PipelineKey {
     // vector boundary, head and tail element by element (ODD_ROWS).
     bool odd_rows = false;
     bool log = false;
+    // Log-softmax at T > 1: outputs guard against x - m overflowing
+    // (LOG_OVERFLOW_GUARD; at T <= 1 the overflow is the right answer).
+    bool log_overflow_guard = false;
     bool subgroup_rows = false;
     bool accurate = false;
     ShaderKind kind = ShaderKind::row_in_registers;

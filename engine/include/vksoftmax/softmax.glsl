@@ -9,6 +9,10 @@
 //     #define VKSM_INV_T expr      1 / temperature as a float expression (default 1.0)
 //     #define VKSM_ACCURATE expr   bool: the range-reduced exp (same results on
 //                                   every vendor) instead of the driver's exp2
+//     #define VKSM_LOG_SHIFT_GUARD expr  bool: log-softmax outputs guard
+//                                   against x - m overflowing (default true);
+//                                   only T > 1 needs it, so define it false
+//                                   where VKSM_INV_T >= 1 (T = 1: the default)
 //   For the row entry points, also:
 //     layout(local_size_x = ...) in;  declared before the include
 //     #define VKSM_LOAD(row, i)      float expression: element i of row `row`
@@ -46,6 +50,9 @@
 #endif
 #ifndef VKSM_ACCURATE
 #define VKSM_ACCURATE false
+#endif
+#ifndef VKSM_LOG_SHIFT_GUARD
+#define VKSM_LOG_SHIFT_GUARD true
 #endif
 
 const float VKSM_FLT_MAX = 3.402823466e38;
@@ -135,11 +142,19 @@ float vksm_halve(float v) {
     return abs(v) >= 1.0 ? uintBitsToFloat(floatBitsToUint(v) - 0x00800000u) : 0.5 * v;
 }
 
+// Whether vksm_log_shift guards against x - m overflowing. Only T > 1 needs
+// it: at T <= 1 an x - m that overflows to -inf stands for an exact
+// (x - m) / T below -FLT_MAX, which rounds to -inf as well, and where x - m
+// does not overflow both forms give the same bits. A shader that knows its
+// T <= 1 defines it false, as a constant: the guard is several instructions
+// per output (the engine's modules take it as a specialization constant,
+// set where T > 1).
 // (x - m) / T for log-softmax. x - m overflows fp32 when x and m are far
 // apart (-FLT_MAX beside FLT_MAX) although (x - m) / T may be finite for
 // T > 1. Decided on the inputs, not by testing x - m for infinity: a
 // computed value may be assumed finite and the test folded away.
 float vksm_log_shift(float x, float m) {
+    if (!VKSM_LOG_SHIFT_GUARD) return (x - m) * VKSM_INV_T;
     bool huge = max(abs(x), abs(m)) >= 8.5070592e37;  // 2^126: x - m may overflow
     return huge ? (vksm_halve(x) - vksm_halve(m)) * (2.0 * VKSM_INV_T) : (x - m) * VKSM_INV_T;
 }
