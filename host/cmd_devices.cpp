@@ -71,6 +71,7 @@ Command add_devices(CLI::App& app) {
                        d.timestamps() ? fmt::format("{} ns/tick, {} bits", d.timestamp_period, d.timestamp_valid_bits)
                                       : std::string("no"),
                        d.max_storage_buffer_range);
+            if (d.multiprocessors) fmt::print("    multiprocessors: {}\n", d.multiprocessors);
         }
         fmt::print("(* = the device 'run' uses by default)\n");
         return int(Exit::ok);

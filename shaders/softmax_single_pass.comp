@@ -6,20 +6,27 @@
 // `chunks` chunks, one workgroup each (work item w: chunk w % chunks of row
 // w / chunks). A workgroup
 // 1. reads its chunk (into registers where the chunk is one tile) and
-//    publishes the chunk's (m, d) and flags: three relaxed atomic stores
-//    and a ready flag stored with release semantics;
-// 2. gathers its row's partials as their ready flags turn up (acquire),
-//    merging each once;
-// 3. writes its chunk (from registers, or re-read tile by tile), and
-//    counts itself done in the row (an atomic add it does not wait for).
-// The ready flags hold the dispatch's generation + 1, so nothing needs
-// resetting: a row's count grows by `chunks` (a power of two) per
-// dispatch, and a workgroup reads it before counting itself, so every
-// workgroup of a row finds count / chunks = the same generation, whatever
-// the others have added. A flag left by the previous dispatch holds that
-// generation, not this one's + 1. (Resetting instead, with a returned
-// atomic and a zeroing pass at the end of every row, cost 0.7-1.3 us more
-// per call on an H200: bench/NOTES.md, v10.)
+//    publishes the chunk's (m, d) and flags: three relaxed atomic stores;
+// 2. gathers its row's partials as they turn up, merging each once;
+// 3. writes its chunk (from registers, or re-read tile by tile), clears
+//    its partial's place for the next call, and counts itself done in the
+//    row (an atomic add it does not wait for).
+// Each word of a partial tells by itself whether it is published: a zero
+// word is not, and no published word is zero (m and d are stored
+// complemented, with their one all-ones NaN pattern changed for another
+// NaN; the flags word carries PUBLISHED). So a reader needs no ready flag
+// and no acquire: it loads the three words together, one round trip, and
+// merges the partial once all three are non-zero; each word is written
+// once per call, so a non-zero word is this call's. (A ready flag with
+// release and acquire, then a second read of the words, cost 0.6-8 us more
+// per call on an H100: bench/NOTES.md, v18.)
+// The partials live in two banks used by alternate calls: a call's
+// workgroups clear their places in the other bank, which the next call
+// then finds zero (the barrier the contract asks for between calls makes
+// the clearing visible). A row's call count comes from its done count,
+// which grows by `chunks` (a power of two) per call: a workgroup reads it
+// before counting itself, so every workgroup of a row finds count / chunks
+// = the same generation, whatever the others have added.
 // Vulkan promises no forward progress to a workgroup whose partial another
 // waits for (it may not even have started), so a workgroup never waits
 // without bound: after PATIENCE polling rounds it computes the partials
@@ -29,8 +36,9 @@
 // side by side, the partials arrive within the patience and nothing is
 // read twice.
 //
-// The workspace (zero before a plan's first dispatch): 16 bytes per chunk
-// {m, d, flags, ready}, then one count per row.
+// The workspace (zero before a plan's first dispatch): two banks of 16
+// bytes per chunk {~m, ~d, flags | PUBLISHED, unused}, then one count per
+// row.
 #define SINGLE_PASS
 #include "softmax_common.glsl"
 
@@ -45,8 +53,14 @@ shared uint shared_generation;
 // the next one, which the round before last used).
 shared uint shared_any[3];
 
-uint ready_word(uint item) { return 4u * item + 3u; }
-uint done_word(uint r) { return 4u * pc.rows * pc.chunks + r; }
+// A flags word's mark that the partial is published (VKSM_F_* use the low bits).
+const uint PUBLISHED = 0x80000000u;
+
+// Word k of item's partial in the bank of `generation`.
+uint partial_word(uint item, uint generation, uint k) {
+    return 4u * ((generation & 1u) * pc.rows * pc.chunks + item) + k;
+}
+uint done_word(uint r) { return 8u * pc.rows * pc.chunks + r; }
 
 // Chunk c of row r: its window (the plan counts chunks over the longest
 // window, so an ODD_ROWS row's last chunk may hold nothing).
@@ -57,29 +71,38 @@ Span chunk_span(uint r, uint c) {
     return s;
 }
 
-// Invocation 0 publishes a chunk's statistic: the words first, then the
-// ready flag with release semantics, so that an acquire of the flag sees
-// them.
+// A float as a published word: complemented, so that zero is never a
+// published value; the all-ones NaN (whose complement is zero) goes as
+// another NaN.
+uint published_bits(float v) {
+    uint b = floatBitsToUint(v);
+    return b == 0xffffffffu ? ~0x7fc00000u : ~b;
+}
+
+void store_word(uint w, uint v) { atomicStore(word[w], v, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed); }
+uint load_word(uint w) { return atomicLoad(word[w], gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed); }
+
+// Invocation 0 publishes a chunk's statistic: three relaxed stores, in any
+// order (each word tells by itself that it is there).
 void publish(uint item, VksmStat s, uint generation) {
-    uint w = 4u * item;
-    atomicStore(word[w], floatBitsToUint(s.m), gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-    atomicStore(word[w + 1u], floatBitsToUint(s.d), gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-    atomicStore(word[w + 2u], s.f, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-    atomicStore(word[w + 3u], generation + 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                gl_SemanticsRelease | gl_SemanticsMakeAvailable);
+    store_word(partial_word(item, generation, 0u), published_bits(s.m));
+    store_word(partial_word(item, generation, 1u), published_bits(s.d));
+    store_word(partial_word(item, generation, 2u), s.f | PUBLISHED);
 }
 
-bool is_ready(uint item, uint generation) {
-    return atomicLoad(word[ready_word(item)], gl_ScopeDevice, gl_StorageSemanticsBuffer,
-                      gl_SemanticsAcquire | gl_SemanticsMakeVisible) == generation + 1u;
+// Clears item's place in the other bank for the next call.
+void clear_next(uint item, uint generation) {
+    for (uint k = 0u; k < 3u; ++k) store_word(partial_word(item, generation + 1u, k), 0u);
 }
 
-// A published statistic (after is_ready() saw its flag).
-VksmStat published(uint item) {
-    uint w = 4u * item;
-    return VksmStat(uintBitsToFloat(atomicLoad(word[w], gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed)),
-                    uintBitsToFloat(atomicLoad(word[w + 1u], gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed)),
-                    atomicLoad(word[w + 2u], gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed));
+// Whether item's partial is published in this call, and if so the
+// partial: its three words loaded together.
+bool published(uint item, uint generation, out VksmStat s) {
+    uint m = load_word(partial_word(item, generation, 0u));
+    uint d = load_word(partial_word(item, generation, 1u));
+    uint f = load_word(partial_word(item, generation, 2u));
+    s = VksmStat(uintBitsToFloat(~m), uintBitsToFloat(~d), f & ~PUBLISHED);
+    return m != 0u && d != 0u && f != 0u;
 }
 
 // Whether any invocation passes `v` in polling round `round`: a
@@ -97,7 +120,8 @@ bool workgroup_any(bool v, uint round) {
 void publish_missing(uint r, uint generation, uint tile, uint lanes, uint lane) {
     for (uint c = 0u; c < pc.chunks; ++c) {
         uint item = r * pc.chunks + c;
-        if (lane == 0u) shared_word = is_ready(item, generation) ? 1u : 0u;
+        VksmStat unused;
+        if (lane == 0u) shared_word = published(item, generation, unused) ? 1u : 0u;
         barrier();
         bool ready = shared_word != 0u;
         // Every invocation has read it before invocation 0 writes the next.
@@ -110,7 +134,7 @@ void publish_missing(uint r, uint generation, uint tile, uint lanes, uint lane) 
 }
 
 // Row r's statistic from all its partials: each invocation merges chunks
-// lane, lane + lanes, ... as their flags turn up (`own` is known already);
+// lane, lane + lanes, ... as they turn up (`own` is known already);
 // the polling rounds are uniform over the workgroup, so that every
 // subgroup is whole at the reductions after them.
 // `helped`: whether it computed partials itself (the slots then hold
@@ -128,9 +152,9 @@ VksmStat gather_row(uint r, uint generation, uint own, VksmStat own_stat, uint t
         for (uint k = 0u; k < 32u; ++k) {
             if ((pending & (1u << k)) == 0u) continue;
             uint c = lane + k * lanes;
-            if (c == own) acc = vksm_stat_merge(acc, own_stat);
-            else if (is_ready(r * pc.chunks + c, generation)) acc = vksm_stat_merge(acc, published(r * pc.chunks + c));
-            else continue;
+            VksmStat p = own_stat;
+            if (c != own && !published(r * pc.chunks + c, generation, p)) continue;
+            acc = vksm_stat_merge(acc, p);
             pending &= ~(1u << k);
         }
         if (!workgroup_any(pending != 0u, round)) break;
@@ -167,7 +191,9 @@ void main() MAIN_ATTRIBUTES {
         VksmStat s = FINISH_ROW(r, gather_row(r, generation, c, own, tile, lanes, lane, helped), c == 0u && lane == 0u);
         if (held && !helped) write_tile(chunk, c * pc.chunk, lanes, lane, s, false);
         else span_write(chunk, c * pc.chunk, tile, lanes, lane, s);
-        if (lane == 0u)
+        if (lane == 0u) {
+            clear_next(item, generation);
             atomicAdd(word[done_word(r)], 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        }
     }
 }

@@ -370,14 +370,15 @@ TEST(Plan, RejectsWhatItCannotPlan) {
 }  // namespace
 
 // The rule for the single-pass path: the memory model first, then what
-// is known of the vendor (taken only where measured faster: on no vendor
-// yet), then the option; a forced single-pass path the rule refuses is an
-// error naming the reason.
+// is known of the vendor (taken only where measured faster: on NVIDIA,
+// resident batches), then the option; a forced single-pass path the rule
+// refuses is an error naming the reason.
 TEST(Plan, SinglePassRule) {
     const Problem p = rows_of(1, 131072);
     const SinglePassRule nvidia = single_pass_rule(h200());
-    EXPECT_FALSE(nvidia.allowed);
-    EXPECT_NE(nvidia.reason.find("H200"), std::string::npos) << nvidia.reason;
+    EXPECT_TRUE(nvidia.allowed);
+    EXPECT_TRUE(nvidia.resident_batches_only);
+    EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
     EXPECT_EQ(choose_path(h200(), p), Path::split);
     PlanOptions allowed;
     allowed.single_pass = SinglePass::allowed;
@@ -408,11 +409,64 @@ TEST(Plan, SinglePassRule) {
     }
 }
 
+// On NVIDIA the automatic rule takes the single-pass path for batches that
+// stay resident: at least 8 rows, 6 to 32 MiB, a grid of at most 4
+// workgroups per multiprocessor (chunks of 16384 for batches), chunks at
+// least 3/4 full, and only where the device says how many multiprocessors
+// it has.
+TEST(Plan, SinglePassTakesResidentBatches) {
+    DeviceInfo h100 = h200();
+    h100.multiprocessors = 132;
+    struct Case {
+        uint64_t rows, cols;
+        Dtype dtype;
+        Path want;
+    };
+    const Case cases[] = {
+        {32, 128256, Dtype::f32, Path::single_pass},  // 16 MB, 8 chunks a row: 256 workgroups
+        {32, 128256, Dtype::f16, Path::single_pass},  // 7.8 MiB
+        {16, 524288, Dtype::f32, Path::single_pass},  // 32 MiB, 32 chunks a row: 512 workgroups
+        {16, 131072, Dtype::f32, Path::single_pass},  // 8 MiB
+        {16, 131072, Dtype::f16, Path::split},        // 4 MiB: too little to fill the GPU
+        {128, 151936, Dtype::f16, Path::split},       // 39 MB: past 32 MiB
+        {1, 1u << 24, Dtype::f16, Path::split},       // one row
+        {4, 1u << 21, Dtype::f32, Path::split},       // 4 rows
+        {32, 151936, Dtype::f16, Path::split},        // 16 chunks of 16384 a row, 10 used
+    };
+    for (const Case& c : cases) {
+        const Problem p = rows_of(c.rows, c.cols, c.dtype);
+        EXPECT_EQ(choose_path(h100, p), c.want) << c.rows << "x" << c.cols << " " << dtype_name(c.dtype) << ": "
+                                                << path_name(choose_path(h100, p));
+    }
+    const Plan batch = plan_geometry(h100, rows_of(32, 128256));
+    EXPECT_EQ(batch.path, Path::single_pass);
+    EXPECT_EQ(batch.push.chunk, 16384u);
+    EXPECT_EQ(batch.push.chunks, 8u);
+    EXPECT_EQ(batch.groups, 256u);
+    // 2048 workgroups of 4096 would be past 4 per multiprocessor.
+    PlanOptions small;
+    small.chunk_elements = 4096;
+    EXPECT_EQ(choose_path(h100, rows_of(16, 524288), small), Path::split);
+    // No multiprocessor count, no memory model, the backward pass, or never: two dispatches.
+    EXPECT_EQ(choose_path(h200(), rows_of(32, 128256)), Path::split);
+    DeviceInfo no_model = h100;
+    no_model.memory_model = false;
+    EXPECT_EQ(choose_path(no_model, rows_of(32, 128256)), Path::split);
+    Problem backward = rows_of(32, 128256);
+    backward.backward = true;
+    EXPECT_EQ(choose_path(h100, backward), Path::split);
+    PlanOptions never;
+    never.single_pass = SinglePass::never;
+    EXPECT_EQ(choose_path(h100, rows_of(32, 128256), never), Path::split);
+}
+
 // Single-pass rows: about 1024 chunks over all rows, at most 512 a row and
-// at least 4096 elements each, a power of two of them; a chunk of up to 8
+// at least 4096 elements each (16384 in batches of 8 rows or more), a power
+// of two of them; a chunk of up to 8
 // slots x 256 invocations is one tile (held in registers), longer ones are
-// whole tiles of 4 slots. A workgroup per chunk; the workspace holds the
-// partials, then a count per row, and must start zeroed.
+// whole tiles of 4 slots. A workgroup per chunk; the workspace holds two
+// banks of partials (alternate calls), then a count per row, and must start
+// zeroed.
 TEST(Plan, SinglePassChunks) {
     const DeviceInfo d = h200();
     PlanOptions allowed;
@@ -425,17 +479,21 @@ TEST(Plan, SinglePassChunks) {
     EXPECT_EQ(one.push.chunks, 512u);
     EXPECT_EQ(one.push.chunk, 32768u);
     EXPECT_EQ(one.groups, 512u);
-    EXPECT_EQ(one.workspace_bytes, 512u * 16 + 16);
+    EXPECT_EQ(one.workspace_bytes, 2 * 512u * 16 + 16);
     EXPECT_TRUE(one.workspace_zeroed);
 
-    // 1024 chunks over 16 rows would be 64 of 2048: at least 4096, one tile
-    // of 4 slots, 32 a row.
+    // 1024 chunks over 16 rows would be 64 of 2048: a batch of 8 rows or
+    // more takes at least 16384, four tiles of 4 slots, 8 a row.
     const Plan many = plan_geometry(d, rows_of(16, 131072), allowed);
     EXPECT_EQ(many.key[0].slots, 4u);
-    EXPECT_EQ(many.push.chunk, 4096u);
-    EXPECT_EQ(many.push.chunks, 32u);
-    EXPECT_EQ(many.groups, 16u * 32);
-    EXPECT_EQ(many.workspace_bytes, 16u * 32 * 16 + 64);
+    EXPECT_EQ(many.push.chunk, 16384u);
+    EXPECT_EQ(many.push.chunks, 8u);
+    EXPECT_EQ(many.groups, 16u * 8);
+    EXPECT_EQ(many.workspace_bytes, 2 * 16u * 8 * 16 + 64);
+    // Fewer rows keep chunks of 4096: 4 x 131072 in 32 a row.
+    const Plan few = plan_geometry(d, rows_of(4, 131072), allowed);
+    EXPECT_EQ(few.push.chunk, 4096u);
+    EXPECT_EQ(few.push.chunks, 32u);
     // 128 x 151936: 8 chunks of 18992, re-read in tiles of 4096 (20480 each).
     const Plan vocab = plan_geometry(d, rows_of(128, 151936), allowed);
     EXPECT_EQ(vocab.push.chunk, 20480u);
@@ -456,7 +514,7 @@ TEST(Plan, SinglePassChunks) {
     const Plan odd = plan_geometry(d, rows_of(1, 100000), three);
     EXPECT_EQ(odd.push.chunk, 3072u);
     EXPECT_EQ(odd.push.chunks, 64u);
-    EXPECT_EQ(odd.workspace_bytes, 64u * 16 + 16);
+    EXPECT_EQ(odd.workspace_bytes, 2 * 64u * 16 + 16);
 
     // The split path's plans need no zeroed workspace.
     EXPECT_FALSE(plan_geometry(without_memory_model(), rows_of(1, 1u << 24)).workspace_zeroed);

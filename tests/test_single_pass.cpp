@@ -151,20 +151,29 @@ TEST_F(SinglePassTest, VocabularyRows) {
 }
 
 // Calls back to back on one workspace, with the barrier the contract asks
-// for between them: each call is a generation of the flags, and the counts
-// grow by the chunk count per call.
+// for between them: each call is a generation, whose partials sit in the
+// bank of its parity while it clears the other bank for the next, and the
+// counts grow by the chunk count per call. The calls cycle through three
+// inputs, so that a partial left from two calls before (the same bank, other
+// logits) would show in the outputs.
 TEST_F(SinglePassTest, CallsAreGenerations) {
     Context& c = ctx();
     const Problem p = rows_of(7, 30011);
     const Plan plan = make_plan(c, p, single_pass(1));
     ASSERT_TRUE(plan.workspace_zeroed);
-    const auto x = random_logits(p.shape.elements(), fresh_seed());
-    Buffer in(c, plan.tensor_bytes, MemoryKind::device, "in");
-    Buffer out(c, plan.tensor_bytes, MemoryKind::device, "out");
+    const int inputs = 3, calls = 5;
+    std::vector<std::vector<float>> x;
+    std::vector<Buffer> in, out;
+    in.reserve(inputs);
+    out.reserve(inputs);
+    for (int i = 0; i < inputs; ++i) {
+        x.push_back(random_logits(p.shape.elements(), fresh_seed()));
+        in.emplace_back(c, plan.tensor_bytes, MemoryKind::device, "in");
+        out.emplace_back(c, plan.tensor_bytes, MemoryKind::device, "out");
+        upload(c, in.back(), x.back().data(), plan.tensor_bytes);
+    }
     Buffer ws(c, plan.workspace_bytes, MemoryKind::device, "workspace");
-    upload(c, in, x.data(), plan.tensor_bytes);
     fill(c, ws, 0);
-    const int calls = 5;
     c.submit_and_wait([&](VkCommandBuffer cb) {
         for (int k = 0; k < calls; ++k) {
             if (k) {
@@ -173,25 +182,37 @@ TEST_F(SinglePassTest, CallsAreGenerations) {
                 c.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                             0, 1, &b, 0, nullptr, 0, nullptr);
             }
-            record(c, plan, cb, {in.buffer(), 0, plan.tensor_bytes}, {out.buffer(), 0, plan.tensor_bytes},
-                   {ws.buffer(), 0, plan.workspace_bytes});
+            record(c, plan, cb, {in[k % inputs].buffer(), 0, plan.tensor_bytes},
+                   {out[k % inputs].buffer(), 0, plan.tensor_bytes}, {ws.buffer(), 0, plan.workspace_bytes});
         }
     });
-    std::vector<float> y(p.shape.elements());
-    download(c, out, y.data(), plan.tensor_bytes);
-    const std::vector<double> xd(x.begin(), x.end());
-    std::vector<double> ref(y.size());
-    cpu::softmax(p, xd.data(), ref.data());
-    const Accuracy acc = compare(p, std::vector<double>(y.begin(), y.end()), ref);
-    EXPECT_TRUE(acc.within(1e-5, 0.0)) << "after " << calls << " calls: " << acc.describe();
-    // The row counts: `chunks` per call, the generations the flags follow.
+    for (int i = 0; i < inputs; ++i) {
+        std::vector<float> y(p.shape.elements());
+        download(c, out[i], y.data(), plan.tensor_bytes);
+        const std::vector<double> xd(x[i].begin(), x[i].end());
+        std::vector<double> ref(y.size());
+        cpu::softmax(p, xd.data(), ref.data());
+        const Accuracy acc = compare(p, std::vector<double>(y.begin(), y.end()), ref);
+        EXPECT_TRUE(acc.within(1e-5, 0.0)) << "input " << i << " after " << calls << " calls: " << acc.describe();
+    }
+    // The row counts: `chunks` per call. The last call's bank holds every
+    // partial published (its flags word marked, bit 31), the other bank is
+    // all zero, cleared for a sixth call.
     std::vector<uint32_t> words(plan.workspace_bytes / 4);
     download(c, ws, words.data(), plan.workspace_bytes);
     const uint64_t rows = p.shape.rows(), chunks = plan.push.chunks;
+    const uint64_t last_bank = (calls - 1) % 2, next_bank = calls % 2;
     for (uint64_t r = 0; r < rows; ++r) {
-        ASSERT_EQ(words[4 * rows * chunks + r], calls * chunks) << "row " << r << "'s count after " << calls << " calls";
-        for (uint64_t k = 0; k < chunks; ++k)
-            ASSERT_EQ(words[4 * (r * chunks + k) + 3], uint32_t(calls)) << "row " << r << " chunk " << k << "'s flag";
+        ASSERT_EQ(words[8 * rows * chunks + r], calls * chunks) << "row " << r << "'s count after " << calls << " calls";
+        for (uint64_t k = 0; k < chunks; ++k) {
+            const uint64_t last = 4 * (last_bank * rows * chunks + r * chunks + k);
+            const uint64_t next = 4 * (next_bank * rows * chunks + r * chunks + k);
+            EXPECT_NE(words[last + 2] & 0x80000000u, 0u) << "row " << r << " chunk " << k << ": flags word "
+                                                         << words[last + 2] << " of the last call not marked published";
+            for (uint64_t w = 0; w < 3; ++w)
+                ASSERT_EQ(words[next + w], 0u) << "row " << r << " chunk " << k << " word " << w
+                                               << " of the next call's bank not cleared";
+        }
     }
 }
 

@@ -28,6 +28,7 @@ struct Offered {
     bool size_control = false, driver_properties = false, float16 = false;
     bool executable_properties = false, uniform_control_flow = false, push_descriptor = false;
     bool synchronization2 = false, memory_model = false;
+    bool sm_builtins = false;  // VK_NV_shader_sm_builtins: the multiprocessor count
 };
 
 Offered offered(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t api_version) {
@@ -42,6 +43,7 @@ Offered offered(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t api_v
     o.push_descriptor = has_extension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     o.synchronization2 = v13;
     o.memory_model = v12 || has_extension(exts, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+    o.sm_builtins = has_extension(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
     return o;
 }
 
@@ -52,12 +54,15 @@ void read_properties(const InstanceFunctions& vk, VkPhysicalDevice pd, const Off
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     VkPhysicalDeviceSubgroupProperties sg{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
     size_control = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
     props.pNext = &sg;
     void** tail = &sg.pNext;
     if (o.size_control) { *tail = &size_control; tail = &size_control.pNext; }
     if (o.driver_properties) { *tail = &drv; tail = &drv.pNext; }
+    if (o.sm_builtins) { *tail = &sm; tail = &sm.pNext; }
     vk.vkGetPhysicalDeviceProperties2(pd, &props);
+    if (o.sm_builtins) info.multiprocessors = sm.shaderSMCount;
 
     info.name = props.properties.deviceName;
     info.vendor_id = props.properties.vendorID;

@@ -188,6 +188,41 @@ const char* path_name(Path p) {
 
 namespace {
 
+// The geometry of one plan: workgroups, slots and the work items they take.
+struct Geometry {
+    uint32_t workgroup_size = 256;
+    uint32_t slots = 1;
+    uint32_t required_subgroup_size = 0;
+    bool subgroup_rows = false;
+    uint32_t row_lanes = 0;  // rows_per_slot: lanes per row; 0: the whole subgroup
+    uint32_t rows_per_workgroup = 1;
+    uint64_t items = 0;  // work items the dispatch's workgroups take
+    uint32_t chunks = 1, chunk = 0;  // split path: chunks per row, elements per chunk
+    uint64_t workspace_bytes = 0;
+};
+
+Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l);
+
+// A batch of long rows the single-pass path was measured faster on, where
+// the vendor takes it only for those (SinglePassRule::resident_batches_only):
+// enough rows and bytes to fill the GPU, few enough bytes to stay in L2
+// between a chunk's statistic and its re-read, a grid the GPU holds at
+// once, so that no workgroup waits on one that has not started (a grid
+// larger than that ran up to 500x slower), and chunks that the rows fill
+// to at least 3/4 (the power-of-two chunk count can leave chunks empty:
+// f16 32x151936 in 16 chunks of 16384, 10 of them used, was 18% slower
+// than two dispatches). bench/NOTES.md, v18.
+bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
+    const uint64_t bytes = problem.shape.elements() * dtype_size(problem.dtype);
+    if (problem.shape.rows() < kSinglePassBatchRows || bytes < kSinglePassBatchMinBytes ||
+        bytes > kSinglePassBatchMaxBytes || d.multiprocessors == 0)
+        return false;
+    const Geometry g = plan_single_pass(problem, options, l);
+    const uint64_t filled = row_window(problem, Path::single_pass, l);
+    return g.items <= uint64_t{kSinglePassWorkgroupsPerMultiprocessor} * d.multiprocessors &&
+           4 * filled >= 3 * uint64_t{g.chunks} * g.chunk;
+}
+
 Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (options.path) {
         if (*options.path == Path::subgroup_row && !l.subgroup_reduction)
@@ -204,7 +239,11 @@ Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions&
         return Path::subgroup_row;
     if (row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
         return Path::workgroup_row;
-    return !problem.backward && single_pass_rule(d, options.single_pass).allowed ? Path::single_pass : Path::split;
+    const SinglePassRule rule = single_pass_rule(d, options.single_pass);
+    if (problem.backward || !rule.allowed) return Path::split;
+    if (rule.resident_batches_only && !resident_batch(d, problem, options, l))
+        return Path::split;
+    return Path::single_pass;
 }
 
 }  // namespace
@@ -215,18 +254,6 @@ Path choose_path(const DeviceInfo& device, const Problem& problem, const PlanOpt
 
 namespace {
 
-// The geometry of one plan: workgroups, slots and the work items they take.
-struct Geometry {
-    uint32_t workgroup_size = 256;
-    uint32_t slots = 1;
-    uint32_t required_subgroup_size = 0;
-    bool subgroup_rows = false;
-    uint32_t row_lanes = 0;  // rows_per_slot: lanes per row; 0: the whole subgroup
-    uint32_t rows_per_workgroup = 1;
-    uint64_t items = 0;  // work items the dispatch's workgroups take
-    uint32_t chunks = 1, chunk = 0;  // split path: chunks per row, elements per chunk
-    uint64_t workspace_bytes = 0;
-};
 
 // Lanes that hold one row of at most half a subgroup's 4 x size (a row of
 // 10: 4 lanes), reduced by subgroup shuffles; 0 where the whole subgroup
@@ -305,9 +332,12 @@ Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
     return g;
 }
 
-// The single-pass path's workspace: a 16-byte partial per chunk (with its
-// ready flag), then a 4-byte count per row, rounded up to 16 bytes (softmax_single_pass.comp).
-uint64_t single_pass_workspace(uint64_t rows, uint64_t chunks) { return rows * chunks * 16 + div_up(4 * rows, 16) * 16; }
+// The single-pass path's workspace: two banks (alternate calls) of a
+// 16-byte partial per chunk, then a 4-byte count per row, rounded up to 16
+// bytes (softmax_single_pass.comp).
+uint64_t single_pass_workspace(uint64_t rows, uint64_t chunks) {
+    return 2 * rows * chunks * 16 + div_up(4 * rows, 16) * 16;
+}
 
 // Chunks of a chunked path for the geometry's tile: `want` elements each,
 // rounded up to whole tiles, over the row's longest window. The
@@ -350,16 +380,20 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
 // kSinglePassHeldSlots slots per invocation is one tile, held in registers
 // from its statistic to its write; longer chunks are re-read tile by tile
 // (set_chunks() keeps the count a power of two, at most 32 per invocation).
+// Batches of kSinglePassBatchRows rows or more take chunks of at least
+// kSinglePassBatchChunk, re-read from L2, so that their grid stays small
+// enough to be resident.
 Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
     g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, kSinglePassWorkgroup));
     const uint64_t rows = problem.shape.rows();
     const uint64_t window = row_window(problem, Path::single_pass, l);
+    const uint64_t least = rows >= kSinglePassBatchRows ? kSinglePassBatchChunk : kSinglePassMinChunk;
     const uint64_t want =
         options.chunk_elements
             ? options.chunk_elements
-            : std::max(kSinglePassMinChunk,
+            : std::max(least,
                        div_up(window, std::clamp<uint64_t>(div_up(kSinglePassTargetItems, rows), 1, kSinglePassMaxChunks)));
     const uint64_t per_slot = 4ull * g.workgroup_size;
     g.slots = want <= kSinglePassHeldSlots * per_slot

@@ -25,37 +25,46 @@ namespace {
 // device that gives no forward progress between workgroups it is slow,
 // never hung; the conformance suite's stress case checks that under a
 // watchdog.
+// Where a vendor's devices take the path under the automatic rule.
+enum class Takes { never, resident_batches };
 struct SinglePassVendor {
     uint32_t vendor_id;
-    bool faster;
+    Takes takes;
     const char* reason;
 };
 constexpr SinglePassVendor kSinglePassVendors[] = {
-    // bench/NOTES.md (v10): the handshake between workgroups (publish,
-    // poll, read the partials) costs about 3.3 us on this driver, more than
-    // the split path's second dispatch and barrier (2.3 us) and re-read.
-    {0x10DE, false,
-     "slower than two dispatches on an NVIDIA H200 (580.159.04): f32 1x131072 8.85 vs 7.86 us, 16x131072 12.4 vs "
-     "11.4 us"},
+    // bench/NOTES.md (v18, H100, 580.159.04): with self-describing partials
+    // the path beats two dispatches on batches whose grid is resident at
+    // once (f32 32x128256 15.1 vs 16.8 us, 16x524288 34.5 vs 37.0; f16
+    // 32x128256 12.7 vs 13.5); single rows, and grids the GPU cannot hold
+    // at once (whose workgroups then wait on ones not yet started), are
+    // slower (f32 1x524288 9.4 vs 8.8, 1x16M 75.9 vs 72.8; f16 128x151936
+    // 47.1 vs 44.1).
+    {0x10DE, Takes::resident_batches,
+     "NVIDIA: faster than two dispatches on batches of at least 8 long rows of 6 to 32 MiB in all, with a grid of at "
+     "most 4 workgroups per multiprocessor and chunks at least 3/4 full (H100, 580.159.04); two dispatches elsewhere"},
     // Metal promises no forward progress between threadgroups; Apple M1 and
     // M3 were shown to lack it (Smith, Levien, Owens, SPAA 2025): partials
     // would often come from the waiting workgroup itself.
-    {0x106B, false, "Apple GPUs give no forward progress between workgroups"},
-    {0x13B5, false, "Arm Mali: not measured; workgroups not shown to run beside waiting ones"},
-    {0x5143, false, "Qualcomm Adreno: not measured; workgroups not shown to run beside waiting ones"},
+    {0x106B, Takes::never, "Apple GPUs give no forward progress between workgroups"},
+    {0x13B5, Takes::never, "Arm Mali: not measured; workgroups not shown to run beside waiting ones"},
+    {0x5143, Takes::never, "Qualcomm Adreno: not measured; workgroups not shown to run beside waiting ones"},
 };
 
 }  // namespace
 
 SinglePassRule single_pass_rule(const DeviceInfo& d, SinglePass s) {
-    if (s == SinglePass::never) return {false, "single-pass path turned off (never)"};
+    if (s == SinglePass::never) return {false, false, "single-pass path turned off (never)"};
     if (!d.memory_model)
-        return {false, d.name + " has no vulkanMemoryModel with device scope enabled: long rows take two dispatches"};
-    if (s == SinglePass::allowed) return {true, "allowed: the Vulkan memory model at device scope"};
-    for (const SinglePassVendor& v : kSinglePassVendors)
-        if (v.vendor_id == d.vendor_id)
-            return {v.faster, std::string(v.reason) + (v.faster ? "" : ": long rows take two dispatches")};
-    return {false, "not measured on " + d.vendor_name() + " devices: long rows take two dispatches"};
+        return {false, false,
+                d.name + " has no vulkanMemoryModel with device scope enabled: long rows take two dispatches"};
+    if (s == SinglePass::allowed) return {true, false, "allowed: the Vulkan memory model at device scope"};
+    for (const SinglePassVendor& v : kSinglePassVendors) {
+        if (v.vendor_id != d.vendor_id) continue;
+        if (v.takes == Takes::never) return {false, false, std::string(v.reason) + ": long rows take two dispatches"};
+        return {true, true, v.reason};
+    }
+    return {false, false, "not measured on " + d.vendor_name() + " devices: long rows take two dispatches"};
 }
 
 }  // namespace vksoftmax

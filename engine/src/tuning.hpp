@@ -73,6 +73,25 @@ constexpr uint64_t kSinglePassTargetItems = 1024;  // chunks across all rows
 // 4096 and 16384 elements (H200, f32), 4096 was fastest on 1 x 32768 to
 // 1 x 524288 and 16 x 131072 (1 x 131072: 9.57, 8.85, 10.92 us).
 constexpr uint64_t kSinglePassMinChunk = 4096;
+// Batches of at least 8 rows take chunks of at least 16384 elements (4
+// tiles of 4 slots at 256, the later ones re-read from L2), so that about
+// 512 workgroups or fewer cover them: on an H100 (132 multiprocessors, 48
+// registers x 256 invocations, 5 workgroups each) the chunks of 4096 that
+// single rows prefer made grids of 1024 that the GPU could not hold at once
+// (f32 32x128256: chunks of 4096 22.3 us, 8192 15.0, 16384 14.8; 16x524288
+// at 8 slots of 8192 42.1, 16384 34.5; bench/NOTES.md, v18).
+constexpr uint64_t kSinglePassBatchRows = 8;
+constexpr uint64_t kSinglePassBatchChunk = 16384;
+// Where the automatic rule takes the path on NVIDIA (resident_batch() in
+// plan.cpp): 6 to 32 MiB in all (against two dispatches, f16 32x128256,
+// 7.8 MiB, was 5% faster; f16 16x131072, 4 MiB, 7% slower; f16
+// 128x151936, 39 MB, 7% slower), and grids of at most 4 workgroups per
+// multiprocessor (528 on an H100 or H200; 1x16M in 1024 chunks of 16384
+// took 16 ms a call, against 38-73 us split: waiting workgroups held every
+// slot until their patience ran out).
+constexpr uint64_t kSinglePassBatchMinBytes = 6ull << 20;
+constexpr uint64_t kSinglePassBatchMaxBytes = 32ull << 20;
+constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup merges
 // Polling rounds a workgroup waits for its row's partials before computing
 // the missing ones itself (PATIENCE). On a GPU the partials of co-resident

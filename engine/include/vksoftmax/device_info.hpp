@@ -52,6 +52,9 @@ struct DeviceInfo {
     uint32_t max_workgroup_invocations = 0;
     uint32_t max_workgroup_size_x = 0;
     uint32_t max_shared_memory = 0;
+    // Multiprocessors (VK_NV_shader_sm_builtins' shaderSMCount); 0 where
+    // the device does not say. The single-pass rule sizes its grids by it.
+    uint32_t multiprocessors = 0;
 
     std::string type_name() const;
     std::string vendor_name() const;

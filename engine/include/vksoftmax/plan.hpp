@@ -30,9 +30,10 @@ enum class Reduction { automatic, subgroup, shared };
 // Whether long rows may take the single-pass path, whose workgroups gather
 // each other's partials within one dispatch (single_pass_rule()):
 // automatic: where the device has the Vulkan memory model at device scope
-// and its vendor is one on which the path was measured faster than two
-// dispatches (none yet: bench/NOTES.md); allowed: wherever it has the
-// memory model; never: the two-dispatch split path.
+// and the path was measured faster than two dispatches on its vendor's
+// devices, for the problems it was faster on (NVIDIA: batches of long rows
+// whose grid the GPU holds at once; bench/NOTES.md, v18); allowed:
+// wherever it has the memory model; never: the two-dispatch split path.
 enum class SinglePass { automatic, allowed, never };
 const char* single_pass_name(SinglePass s);
 
@@ -41,6 +42,11 @@ const char* single_pass_name(SinglePass s);
 // vendor (engine/src/single_pass_rule.cpp).
 struct SinglePassRule {
     bool allowed = false;
+    // The vendor takes the path only for batches that stay resident
+    // (resident_batch() in plan.cpp): at least 8 rows, 6 to 32 MiB, a
+    // grid of at most 4 workgroups per multiprocessor, chunks at least 3/4
+    // full.
+    bool resident_batches_only = false;
     std::string reason;
 };
 SinglePassRule single_pass_rule(const DeviceInfo& device, SinglePass s = SinglePass::automatic);
