@@ -462,9 +462,8 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 
 // Single-pass rows: about 1024 chunks over all rows, at most 512 a row and
 // at least 4096 elements each (16384 in batches of 8 rows or more), a power
-// of two of them; a chunk of up to 8
-// slots x 256 invocations is one tile (held in registers), longer ones are
-// whole tiles of 4 slots. A workgroup per chunk; the workspace holds two
+// of two of them; a chunk of up to 8 slots x 256 invocations is one tile
+// (held in registers), longer ones are whole tiles of 4 slots. A workgroup per chunk; the workspace holds two
 // banks of partials (alternate calls), then a count per row, and must start
 // zeroed.
 TEST(Plan, SinglePassChunks) {

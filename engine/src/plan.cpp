@@ -254,7 +254,6 @@ Path choose_path(const DeviceInfo& device, const Problem& problem, const PlanOpt
 
 namespace {
 
-
 // Lanes that hold one row of at most half a subgroup's 4 x size (a row of
 // 10: 4 lanes), reduced by subgroup shuffles; 0 where the whole subgroup
 // holds a row (longer rows, or a device without shuffles).

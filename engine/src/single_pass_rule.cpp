@@ -18,6 +18,9 @@ const char* single_pass_name(SinglePass s) {
 
 namespace {
 
+// Where a vendor's devices take the path under the automatic rule.
+enum class Takes { never, resident_batches };
+
 // What is known of the single-pass path on each vendor's devices, for the
 // automatic rule: it is taken only where a measurement found it faster
 // than the two-dispatch split path. Its waits are bounded (a workgroup
@@ -25,8 +28,6 @@ namespace {
 // device that gives no forward progress between workgroups it is slow,
 // never hung; the conformance suite's stress case checks that under a
 // watchdog.
-// Where a vendor's devices take the path under the automatic rule.
-enum class Takes { never, resident_batches };
 struct SinglePassVendor {
     uint32_t vendor_id;
     Takes takes;
