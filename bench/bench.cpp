@@ -34,6 +34,8 @@ Problem problem_of(const Case& c) {
 Problem problem_of(const Case& c, const Options& o) {
     Problem p = problem_of(c);
     p.backward = o.backward;
+    if (o.sinks && !o.backward) throw Error(ErrorKind::invalid_argument, "--sinks is for --backward");
+    p.attention.sinks = o.sinks;
     if (o.attention.empty()) return p;
     if (o.backward) throw Error(ErrorKind::invalid_argument, "--backward takes no --attention");
     if (o.attention != "mask" && o.attention != "causal")
@@ -341,10 +343,12 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     row.c = c;
     const Plan plan = make_plan(ctx, problem_of(c, o), o.plan);
     describe(plan, row);
-    row.bytes = 3 * plan.tensor_bytes;
+    row.bytes = 3 * plan.tensor_bytes + plan.sink_gradient_bytes;
     const Problem& p = plan.problem;
     const uint64_t n = c.shape.elements();
-    const BackwardInputs in = backward_inputs(p, fresh_logits(c, plan.tensor_bytes, o.sigma).values, std::random_device{}());
+    const float sink = 0.0f;  // near the logits' maxima (normal(0, sigma)): the sink takes a share
+    const BackwardInputs in = backward_inputs(p, fresh_logits(c, plan.tensor_bytes, o.sigma).values, std::random_device{}(),
+                                              p.attention.sinks ? &sink : nullptr);
     const std::vector<double>& y = in.y;
     const std::vector<double>& dy = in.dy;
     std::unique_ptr<Buffers> own;
@@ -357,22 +361,37 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     const BufferRange workspace = plan.workspace_bytes
                                       ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
                                       : BufferRange{};
-    auto call = [&](VkCommandBuffer cb) { record_backward(ctx, plan, cb, y_range, dy_range, dx_range, workspace); };
+    std::unique_ptr<Buffer> sink_gradient;
+    if (plan.sink_gradient_bytes)
+        sink_gradient = std::make_unique<Buffer>(ctx, plan.sink_gradient_bytes, MemoryKind::device, "sink gradient");
+    const BufferRange sink_range =
+        sink_gradient ? BufferRange{sink_gradient->buffer(), 0, plan.sink_gradient_bytes} : BufferRange{};
+    auto call = [&](VkCommandBuffer cb) {
+        record_backward(ctx, plan, cb, y_range, dy_range, dx_range, workspace, sink_range);
+    };
     call_on_poisoned_output(ctx, *buffers->out, plan.tensor_bytes, p.dtype, call);
     std::vector<uint8_t> host(plan.tensor_bytes);
     download(ctx, *buffers->out, host.data(), host.size());
-    std::vector<double> ref(n);
-    cpu::softmax_backward(p, y.data(), dy.data(), ref.data());
+    std::vector<double> ref(n), sink_ref(p.attention.sinks ? p.shape.rows() : 0);
+    cpu::softmax_backward(p, y.data(), dy.data(), ref.data(), p.attention.sinks ? sink_ref.data() : nullptr);
     round_to(p.dtype, ref);
     const Accuracy acc = compare_backward(p, y, dy, to_double(host.data(), n, p.dtype), ref);
+    const double bound = accuracy_bound(p.dtype, p.log).rel;
     row.max_rel_error = acc.max_rel;
-    row.verified = acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0);
+    row.verified = acc.within(bound, 0.0);
+    if (sink_gradient) {
+        std::vector<float> got(p.shape.rows());
+        download(ctx, *sink_gradient, got.data(), plan.sink_gradient_bytes);
+        const Accuracy s = compare_sink_gradient(p, y, dy, std::vector<double>(got.begin(), got.end()), sink_ref);
+        row.max_rel_error = std::max(row.max_rel_error, s.max_rel);
+        row.verified = row.verified && s.within(bound, 0.0);
+    }
     row.t = time_calls(ctx, o, row.bytes, call);
     if (plan.passes == 2) {
         Plan first = plan;
         first.passes = 1;
         row.pass1_us = time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) {
-                           record_backward(ctx, first, cb, y_range, dy_range, dx_range, workspace);
+                           record_backward(ctx, first, cb, y_range, dy_range, dx_range, workspace, sink_range);
                        }).median_us;
     }
     return row;

@@ -65,6 +65,9 @@ struct Options {
     // The backward pass instead (y: the softmax of the logits, dy:
     // normal(0, 1)), timed over its 3 x tensor bytes (y, dy in, dx out).
     bool backward = false;
+    // With backward: the forward had a sink (one head, logit 0), and each
+    // row's sink gradient is written too (its bytes counted).
+    bool sinks = false;
 };
 
 // Device buffers every case of a run uses (each case takes the front of

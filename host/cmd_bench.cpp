@@ -25,7 +25,7 @@ namespace {
 struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false,
-         backward = false;
+         backward = false, sinks = false;
     uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0;
     std::string attention;
     uint64_t heads = 32;
@@ -125,6 +125,7 @@ bench::Options bench_options(const BenchArgs& a) {
     o.attention = a.attention;
     o.heads = a.heads;
     o.backward = a.backward;
+    o.sinks = a.sinks;
     o.plan.chunk_elements = a.chunk;
     if (a.path == "subgroup-row") o.plan.path = Path::subgroup_row;
     else if (a.path == "workgroup-row") o.plan.path = Path::workgroup_row;
@@ -279,6 +280,7 @@ void write_json(const std::string& path, const DeviceInfo& d, const bench::Optio
                    {"subgroup_size", d.subgroup_size},
                    {"subgroup_uniform_control_flow", d.subgroup_uniform_control_flow}};
     j["backward"] = o.backward;
+    j["sinks"] = o.sinks;
     j["iters"] = o.iters;
     j["repeats"] = o.repeats;
     j["floor_us"] = m.floor.median_us;
@@ -342,6 +344,9 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--heads", a->heads, "Heads of --attention (default 32)");
     sub->add_flag("--backward", a->backward,
                   "Time the backward pass instead (y the softmax of the logits, dy normal(0, 1)), over 3 x tensor bytes");
+    sub->add_flag("--sinks", a->sinks,
+                  "With --backward: the forward had a sink (one, logit 0); each row's sink gradient is written and "
+                  "checked too");
     sub->add_option("--chunk", a->chunk, "Tuning: split and single-pass paths' elements per chunk (rounded up to a tile)");
     sub->add_flag("--fresh-buffers", a->fresh_buffers,
                   "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");

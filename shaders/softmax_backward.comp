@@ -12,6 +12,7 @@
 //   lanes of it) holds SLOTS short rows, one per slot.
 // KIND_SPLIT_STATISTICS / KIND_SPLIT_NORMALIZE: each chunk's sum into the
 //   workspace; then the row's sum from them and the chunk's dx.
+// With SINKS each row's sink gradient too (softmax_backward.glsl).
 #define BACKWARD
 #include "softmax_common.glsl"
 
@@ -37,14 +38,17 @@ void load_pair(Span row, uint tile_begin, uint lanes, uint lane) {
 // The row's sum as the tile functions take a statistic.
 VksmStat sum_stat(float sum) { return VksmStat(0.0, sum, VKSM_F_FINITE); }
 
-// The group's sum over the span from `begin` to its end, tile by tile.
-float span_sum(Span row, uint begin, uint tile, uint lanes, uint lane) {
-    float s = 0.0;
+// The group's sum over the span from `begin` to its end, tile by tile,
+// and with SINKS its mass (lane_mass()): (sum, mass).
+vec2 span_sum(Span row, uint begin, uint tile, uint lanes, uint lane) {
+    float s = 0.0, mass = 0.0;
     for (uint t0 = begin; t0 < row.end; t0 += tile) {
         load_pair(row, t0, lanes, lane);
         s += lane_sum(0u, SLOTS);
+        if (SINKS) mass += lane_mass(0u, SLOTS);
     }
-    return group_sum(s);
+    s = group_sum(s);
+    return vec2(s, SINKS ? group_sum(mass) : 0.0);
 }
 
 // Writes dx over the span from `begin` given the row's sum, re-reading y
@@ -66,14 +70,19 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
         grads[j] = load_slot(rows[j], 0u, 0u, lanes, lane, true);
     }
     for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(rows[j], 0u, 0u, lanes, lane, false);
-    float sums[SLOTS];
-    for (uint j = 0u; j < SLOTS; ++j) sums[j] = slot_row_add(lane_sum(j, j + 1u));
+    float sums[SLOTS], masses[SLOTS];
+    for (uint j = 0u; j < SLOTS; ++j) {
+        sums[j] = slot_row_add(lane_sum(j, j + 1u));
+        masses[j] = SINKS ? slot_row_add(lane_mass(j, j + 1u)) : 0.0;
+    }
 #ifndef USE_SHUFFLE
     // slot_row_add is group_add here: see group_sum().
     if (!SUBGROUP_ROWS) barrier();
 #endif
-    for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j)
+    for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j) {
+        write_sink_gradient(r0 + j, lane, sums[j], masses[j]);
         write_slot(rows[j], 0u, 0u, lanes, lane, j, sum_stat(sums[j]), false, 1.0, 0.0, false);
+    }
 }
 
 void main() MAIN_ATTRIBUTES {
@@ -103,9 +112,13 @@ void main() MAIN_ATTRIBUTES {
             Span row = row_span(r);
             if (KIND == KIND_ROW_IN_REGISTERS && row.end <= tile) {
                 load_pair(row, 0u, lanes, lane);
-                write_tile(row, 0u, lanes, lane, sum_stat(group_sum(lane_sum(0u, SLOTS))), false);
+                float s = group_sum(lane_sum(0u, SLOTS));
+                if (SINKS) write_sink_gradient(r, lane, s, group_sum(lane_mass(0u, SLOTS)));
+                write_tile(row, 0u, lanes, lane, sum_stat(s), false);
             } else {
-                span_write_gradient(row, 0u, tile, lanes, lane, span_sum(row, 0u, tile, lanes, lane));
+                vec2 s = span_sum(row, 0u, tile, lanes, lane);
+                write_sink_gradient(r, lane, s.x, s.y);
+                span_write_gradient(row, 0u, tile, lanes, lane, s.x);
             }
         }
         return;
@@ -120,14 +133,22 @@ void main() MAIN_ATTRIBUTES {
         Span row = row_span(r);
         row.end = max(begin, min(row.end, begin + pc.chunk));
         if (KIND == KIND_SPLIT_STATISTICS) {
-            float s = span_sum(row, begin, tile, lanes, lane);
-            if (lane == 0u) part[item] = Partial(0.0, s, 0u, 0u);
+            // A chunk's partial: its sum, and with SINKS its mass in m.
+            vec2 s = span_sum(row, begin, tile, lanes, lane);
+            if (lane == 0u) part[item] = Partial(s.y, s.x, 0u, 0u);
         } else {
             // The row's sum from its chunks' (a NaN one stays NaN), then
-            // this chunk's dx.
-            float s = 0.0;
-            for (uint i = lane; i < pc.chunks; i += lanes) s += part[r * pc.chunks + i].d;
-            span_write_gradient(row, begin, tile, lanes, lane, group_sum(s));
+            // this chunk's dx; the row's first chunk writes its sink
+            // gradient.
+            float s = 0.0, mass = 0.0;
+            for (uint i = lane; i < pc.chunks; i += lanes) {
+                s += part[r * pc.chunks + i].d;
+                if (SINKS) mass += part[r * pc.chunks + i].m;
+            }
+            s = group_sum(s);
+            if (SINKS) mass = group_sum(mass);
+            if (begin == 0u) write_sink_gradient(r, lane, s, mass);
+            span_write_gradient(row, begin, tile, lanes, lane, s);
         }
     }
 }

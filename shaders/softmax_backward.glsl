@@ -35,7 +35,9 @@ void grad_load8(uint i, out vec4 a, out vec4 b) {
 
 // The tile loads (softmax_tiles.glsl) read dy where their `gradient`
 // argument says so, else y. Elements outside a span read as 0 in both, so
-// that they add nothing to the row's sum.
+// that they add nothing to the row's sum; with SINKS a log-softmax y reads
+// as -inf there, so that it adds nothing to the row's mass (exp(0) would
+// add 1).
 #define SOURCE_PARAM , bool gradient
 #define SOURCE_ARG , gradient
 #define LOAD1(i) (gradient ? grad_load1(i) : load1(i))
@@ -45,10 +47,25 @@ void grad_load8(uint i, out vec4 a, out vec4 b) {
         grad_load8(i, a, b);        \
     else                            \
         load8(i, a, b)
-#define MISSING 0.0
+#define MISSING (gradient || !(SINKS && LOG) ? 0.0 : vksm_neg_inf())
 
 // dy of the tile held in `slots` (which hold y).
 vec4 grads[SLOTS];
+
+// The backward pass of a forward with attention sinks (SINKS): dx is the
+// formula above (the sink has no output, so no dy), and the sink logit's
+// own gradient is, for each row,
+//   softmax:     d sink = -p * sum_j y_j dy_j
+//   log-softmax: d sink = -p * sum_j dy_j
+// with p the sink's share of the forward's normaliser, 1 - sum_j y_j
+// (log-softmax: 1 - sum_j exp(y_j)), clamped at 0 against rounding. It
+// is written to binding 4 (fp32, one per row of the whole tensor: r +
+// first_row); a head's gradient is the sum over its rows. p taken from y
+// is exact to the sum's rounding (fp32) of the stored y: an absolute
+// error, where exp(sink - lse) from the forward would be relative, at
+// the price of two more buffers.
+layout(constant_id = 12) const bool SINKS = false;
+layout(std430, binding = 4) writeonly buffer SinkGradient { float sink_gradient[]; };
 
 // Whether a sum is NaN or +-inf: by its bits, which no compiler may assume
 // away (the Vulkan environment lets it assume operands of arithmetic are
@@ -85,6 +102,23 @@ float lane_sum(uint j0, uint j1) {
 float exp_of_log(float y) {
     float e = VKSM_ACCURATE ? vksm_exp_accurate(max(y, -104.0)) : exp(max(y, -104.0));
     return y > -104.0 ? e : 0.0;
+}
+
+// This lane's part of its row's probability mass over slots [j0, j1):
+// sum y (log-softmax: sum exp(y)), for SINKS (elements outside a span add
+// nothing: see MISSING).
+float lane_mass(uint j0, uint j1) {
+    float s = 0.0;
+    for (uint j = j0; j < j1; ++j)
+        for (uint c = 0u; c < 4u; ++c) s += LOG ? exp_of_log(slots[j][c]) : slots[j][c];
+    return s;
+}
+
+// Row r's sink gradient from its sum and its mass (one lane writes it); a
+// non-finite sum (the row's dx is NaN) gives NaN.
+void write_sink_gradient(uint r, uint lane, float sum, float mass) {
+    if (!SINKS || lane != 0u) return;
+    sink_gradient[r + pc.first_row] = non_finite(sum) ? vksm_nan() : -max(1.0 - mass, 0.0) * sum;
 }
 
 // dx of slot j, given its row's sum.

@@ -236,8 +236,9 @@ layout(push_constant) uniform Params {
     uint chunks;    // split path: chunks per row
     uint chunk;     // split path: elements per chunk (a multiple of a tile)
     float inv_t;    // 1 / temperature
-#ifdef ATTENTION
+#if defined(ATTENTION) || defined(BACKWARD)
     // softmax_attention.glsl: the tensor as (batch, heads, query_rows, axis)
+    // (the backward modules use first_row, for their sink gradient)
     uint heads;
     uint query_rows;
     uint mask_batch;  // the mask's dims, each dividing the tensor's

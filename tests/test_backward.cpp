@@ -5,6 +5,7 @@
 // exactly k dy, and a NaN anywhere in a row makes the row's dx NaN.
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "gpu_fixture.hpp"
 #include "vksoftmax/cpu.hpp"
@@ -75,48 +76,68 @@ PlanOptions on_path(Path path, uint32_t slots = 0, uint32_t chunk = 0) {
     return o;
 }
 
-}  // namespace
-
-// Every kind of dispatch, softmax and log-softmax, fp32, fp16 and bf16,
-// with scale 0.5 on every other case: short rows one per slot (a few lanes
-// each where the device has shuffles), subgroup rows, workgroup rows in
-// registers and in tiles (one slot: a tile shorter than the row), rows not
-// a multiple of the vector width (windows), strided rows, and the split
+// Every kind of dispatch: short rows one per slot (a few lanes each where
+// the device has shuffles), subgroup rows, workgroup rows in registers and
+// in tiles (one slot: a tile shorter than the row), rows not a multiple of
+// the vector width (windows), strided rows where `strided`, and the split
 // path with chunks of 64 (several per row).
-TEST_F(BackwardTest, EveryKindAgainstTheReference) {
-    const DeviceInfo& d = ctx().info();
+std::vector<Geometry> every_kind(const DeviceInfo& d, bool strided) {
     const bool subgroups = d.subgroup_arithmetic();
-    const std::vector<Geometry> geometries = {
+    std::vector<Geometry> geometries = {
         {"rows per slot", 64, 7, 1, {}, ShaderKind::rows_per_slot},
         // Longer than a slot row (4 x subgroup size), shorter than a subgroup's tile.
         {"subgroup rows", 12, 12ull * d.subgroup_size + 3, 1, subgroups ? on_path(Path::subgroup_row) : on_path(Path::workgroup_row),
          ShaderKind::row_in_registers},
         {"workgroup rows", 6, 1009, 1, on_path(Path::workgroup_row), ShaderKind::row_in_registers},
         {"workgroup rows in tiles", 4, 4096, 1, on_path(Path::workgroup_row, 1), ShaderKind::row_in_tiles},
-        {"strided rows", 6, 300, 3, on_path(Path::workgroup_row), ShaderKind::row_in_registers},
         {"split", 3, 5000, 1, on_path(Path::split, 0, 64), ShaderKind::split_statistics},
     };
+    if (strided) geometries.push_back({"strided rows", 6, 300, 3, on_path(Path::workgroup_row), ShaderKind::row_in_registers});
+    return geometries;
+}
+
+// Runs `check(g, dtype, log, scale)` on each geometry x fp32/fp16/bf16 x
+// softmax/log-softmax (on a CPU device softmax or log-softmax by rotation:
+// full_sweeps()), with scale 0.5 on every other geometry and type; returns
+// how many ran.
+template <typename Check>
+uint32_t on_every_case(const std::vector<Geometry>& geometries, Check check) {
     uint32_t variant = 0, runs = 0;
     for (const Geometry& g : geometries)
         for (Dtype dtype : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
-            // On a CPU device softmax or log-softmax by rotation (full_sweeps()).
             ++variant;
             for (bool log : {false, true}) {
                 if (!sweep_runs(variant, log ? 1 : 0, 2)) continue;
-                Problem p = backward_problem(g.rows, g.cols, dtype, log, g.inner);
-                if (variant % 2) p.scale = 0.5;
-                const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p), g.options);
-                if (g.kind != ShaderKind::rows_per_slot || subgroups) {
-                    EXPECT_EQ(o.plan.key[0].kind, g.kind) << g.what << ": not the kind this case is for";
-                }
-                EXPECT_TRUE(o.plan.key[0].backward) << g.what;
-                const Bound b = accuracy_bound(p.dtype, p.log);
-                EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << g.what << ", " << describe(p, g.options) << ": "
-                                                      << o.acc.describe();
+                check(g, dtype, log, variant % 2 ? 0.5 : 1.0);
                 ++runs;
             }
         }
-    EXPECT_EQ(runs, full_sweeps() ? 36u : 18u) << "cases run";
+    return runs;
+}
+
+// The plan's first dispatch is of the kind the geometry is for (rows per
+// slot only where the device has subgroup arithmetic).
+void expect_kind(const Geometry& g, const Plan& plan) {
+    if (g.kind != ShaderKind::rows_per_slot || Gpu::ctx().info().subgroup_arithmetic()) {
+        EXPECT_EQ(plan.key[0].kind, g.kind) << g.what << ": not the kind this case is for";
+    }
+}
+
+}  // namespace
+
+// Every kind of dispatch (every_kind(), strided rows too), softmax and
+// log-softmax, fp32, fp16 and bf16, with scale 0.5 on every other case.
+TEST_F(BackwardTest, EveryKindAgainstTheReference) {
+    auto check = [](const Geometry& g, Dtype dtype, bool log, double scale) {
+        Problem p = backward_problem(g.rows, g.cols, dtype, log, g.inner);
+        p.scale = scale;
+        const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p), g.options);
+        expect_kind(g, o.plan);
+        EXPECT_TRUE(o.plan.key[0].backward) << g.what;
+        const Bound b = accuracy_bound(p.dtype, p.log);
+        EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << g.what << ", " << describe(p, g.options) << ": " << o.acc.describe();
+    };
+    EXPECT_EQ(on_every_case(every_kind(ctx().info(), true), check), full_sweeps() ? 36u : 18u) << "cases run";
 }
 
 // Closed forms (fp32, every path): a constant dy gives dx = 0 within the
@@ -162,13 +183,122 @@ TEST_F(BackwardTest, ClosedForms) {
         }
 }
 
-// What the engine refuses: attention options on a backward problem, the
-// single-pass path, record() with a backward plan and the reverse.
+// A backward problem of a forward with sinks (heads 2 where the rows
+// allow, else 1), its y from those sinks, through run_backward() and the
+// CPU reference: dx and each row's sink gradient.
+struct SinkOutcome {
+    BackwardOutcome dx;
+    std::vector<double> got, ref;
+    Accuracy acc;
+};
+
+SinkOutcome run_sinks_and_compare(const Problem& p, const BackwardInputs& in, const PlanOptions& opts = {}) {
+    const size_t n = in.y.size(), rows = p.shape.rows();
+    SinkOutcome o;
+    RunOptions ro;
+    ro.plan = opts;
+    std::vector<uint8_t> dx(n * dtype_size(p.dtype));
+    std::vector<float> sink_gradient(rows);
+    o.dx.plan = run_backward(Gpu::ctx(), p, to_storage(in.y, p.dtype).data(), to_storage(in.dy, p.dtype).data(),
+                             dx.data(), ro, sink_gradient.data())
+                    .plan;
+    o.dx.got = to_double(dx.data(), n, p.dtype);
+    o.dx.ref.resize(n);
+    o.ref.resize(rows);
+    cpu::softmax_backward(p, in.y.data(), in.dy.data(), o.dx.ref.data(), o.ref.data());
+    round_to(p.dtype, o.dx.ref);
+    o.dx.acc = compare_backward(p, in.y, in.dy, o.dx.got, o.dx.ref);
+    o.got.assign(sink_gradient.begin(), sink_gradient.end());
+    o.acc = compare_sink_gradient(p, in.y, in.dy, o.got, o.ref);
+    return o;
+}
+
+Problem sinks_problem(uint64_t rows, uint64_t cols, Dtype dtype, bool log) {
+    Problem p = backward_problem(rows, cols, dtype, log);
+    p.attention.sinks = true;
+    p.attention.heads = rows % 2 == 0 ? 2 : 1;
+    return p;
+}
+
+// The sinks' gradient on every kind of dispatch (every_kind() without
+// strided rows: the sinks need the last axis), fp32, fp16 and bf16,
+// softmax and log-softmax, logits normal(0, 4): head 0's sink 6 (near the
+// maxima of short rows, below those of long ones), head 1's 40 (p near 1).
+TEST_F(BackwardTest, SinkGradientOnEveryKind) {
+    auto check = [](const Geometry& g, Dtype dtype, bool log, double scale) {
+        Problem p = sinks_problem(g.rows, g.cols, dtype, log);
+        p.scale = scale;
+        const std::vector<float> sinks = {6.0f, 40.0f};
+        const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+        const BackwardInputs in = backward_inputs(p, std::vector<double>(x.begin(), x.end()), fresh_seed(), sinks.data());
+        const SinkOutcome o = run_sinks_and_compare(p, in, g.options);
+        expect_kind(g, o.dx.plan);
+        EXPECT_TRUE(o.dx.plan.key[0].sinks) << g.what << ": the plan's modules write no sink gradient";
+        const Bound b = accuracy_bound(p.dtype, p.log);
+        const std::string what = std::string(g.what) + ", " + describe(p, g.options);
+        EXPECT_TRUE(o.dx.acc.within(b.rel, 0.0)) << what << ", dx: " << o.dx.acc.describe();
+        EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << what << ", sink gradient: " << o.acc.describe();
+    };
+    EXPECT_EQ(on_every_case(every_kind(ctx().info(), false), check), full_sweeps() ? 30u : 15u) << "cases run";
+}
+
+// The sinks' gradient in closed form (fp32, the workgroup and split
+// paths): a row the forward hid entirely (every logit -inf, the sink
+// finite) has y = 0 and gives exactly 0 (log-softmax: y = -inf, p = 1,
+// exactly -sum dy); a head whose sink is -inf gives about 0 (p = 1 - sum y,
+// within fp32 rounding); a NaN in dy gives NaN.
+TEST_F(BackwardTest, SinkGradientClosedForms) {
+    const uint64_t n = 300;
+    for (const PlanOptions& o : {on_path(Path::workgroup_row), on_path(Path::split, 0, 64)})
+        for (bool log : {false, true}) {
+            Problem p = sinks_problem(4, n, Dtype::f32, log);  // heads 2 of 2 rows
+            std::vector<double> x(4 * n);
+            std::mt19937 rng(fresh_seed());
+            std::normal_distribution<double> logit(0.0, 2.0);
+            for (double& v : x) v = logit(rng);
+            for (uint64_t i = 0; i < n; ++i) x[i] = -kInf;  // row 0 hidden entirely (head 0)
+            const std::vector<float> sinks = {1.0f, -kInf};     // head 1's sink: -inf
+            BackwardInputs in = backward_inputs(p, x, fresh_seed(), sinks.data());
+            in.dy[3 * n + 7] = kNaN;  // row 3: NaN
+            const SinkOutcome out = run_sinks_and_compare(p, in, o);
+            const std::string what = describe(p, o);
+            double dy_sum = 0;
+            for (uint64_t i = 0; i < n; ++i) dy_sum += in.dy[i];
+            const double hidden = log ? -dy_sum : 0.0;
+            EXPECT_NEAR(out.got[0], hidden, 1e-6 * (1 + std::fabs(hidden))) << what << ": row 0, hidden entirely";
+            if (!log) {
+                EXPECT_EQ(out.got[0], 0.0) << what << ": row 0, y = 0, must give exactly 0";
+            }
+            double magnitude = 0;
+            for (uint64_t i = 0; i < n; ++i) magnitude += log ? std::fabs(in.dy[2 * n + i]) : std::fabs(in.y[2 * n + i] * in.dy[2 * n + i]);
+            EXPECT_LE(std::fabs(out.got[2]), 1e-5 * magnitude) << what << ": row 2, its sink -inf, p = 0";
+            EXPECT_TRUE(std::isnan(out.got[3])) << what << ": row 3 (a NaN in dy) must be NaN, got " << out.got[3];
+            EXPECT_TRUE(out.acc.within(1e-5, 0.0)) << what << ": " << out.acc.describe();
+            EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << what << ": " << out.acc.describe();
+        }
+}
+
+// What the engine refuses: a mask, causal mask or log-sum-exp on a
+// backward problem, sinks whose heads do not fit, sinks without memory
+// for their gradient, the single-pass path, record() with a backward plan and the reverse.
 TEST_F(BackwardTest, Refusals) {
     Problem p = backward_problem(4, 100, Dtype::f32, false);
     p.attention.causal = true;
-    EXPECT_THROW(make_plan(ctx(), p), Error) << "attention options with backward";
+    EXPECT_THROW(make_plan(ctx(), p), Error) << "a causal mask with backward";
     p.attention.causal = false;
+    p.attention.lse = true;
+    EXPECT_THROW(make_plan(ctx(), p), Error) << "the log-sum-exp with backward";
+    p.attention.lse = false;
+    p.attention.sinks = true;
+    p.attention.heads = 3;
+    EXPECT_THROW(make_plan(ctx(), p), Error) << "sinks whose 3 heads do not divide 4 rows";
+    p.attention.heads = 2;
+    {
+        std::vector<float> y(400, 0.01f), dy(400, 1.0f), dx(400);
+        EXPECT_THROW(run_backward(ctx(), p, y.data(), dy.data(), dx.data()), Error)
+            << "the backward pass of sinks without memory for their gradient";
+    }
+    p.attention.sinks = false;
     EXPECT_THROW(make_plan(ctx(), p, on_path(Path::single_pass)), Error) << "single-pass backward";
     const Plan backward = make_plan(ctx(), p);
     EXPECT_NE(backward.label.find("backward"), std::string::npos) << backward.label;

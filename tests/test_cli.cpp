@@ -449,6 +449,58 @@ TEST_F(Cli, BackwardMatchesTheReference) {
     expect_failure(base + path("y32.npy") + " --scale 2 --temperature 2", 2, "scale");
 }
 
+// backward --sink-gradient: y from a forward with sinks, (2, 3, 4, 50) as
+// (batch, heads, query rows, n); the file holds each head's gradient, the
+// sum of the reference's rows over the head's batches and query rows, on
+// the GPU and the CPU; --heads that do not fit fail with exit 2 and
+// nothing written.
+TEST_F(Cli, BackwardSinkGradientPerHead) {
+    const uint64_t batch = 2, heads = 3, query_rows = 4, n = 50, rows = batch * heads * query_rows;
+    const auto x = logits(rows * n);
+    const std::vector<float> sinks = {0.5f, 3.0f, -1.0f};
+    for (const bool log : {false, true}) {
+        vksoftmax::Problem p;
+        p.shape = {rows, n, 1};
+        p.log = log;
+        p.attention.sinks = true;
+        p.attention.heads = heads;
+        p.attention.query_rows = query_rows;
+        const vksoftmax::BackwardInputs in = vksoftmax::backward_inputs(p, std::vector<double>(x.begin(), x.end()),
+                                                                        std::random_device{}(), sinks.data());
+        spit(path("y.npy"), npy("<f4", "(2, 3, 4, 50)", bytes_of(vksoftmax::to_storage(in.y, p.dtype))));
+        spit(path("dy.npy"), npy("<f4", "(2, 3, 4, 50)", bytes_of(vksoftmax::to_storage(in.dy, p.dtype))));
+        p.backward = true;
+        std::vector<double> dx(rows * n), row_ref(rows), want(heads, 0.0);
+        vksoftmax::cpu::softmax_backward(p, in.y.data(), in.dy.data(), dx.data(), row_ref.data());
+        double magnitude = 0;
+        for (uint64_t r = 0; r < rows; ++r) want[r / query_rows % heads] += row_ref[r];
+        for (uint64_t i = 0; i < rows * n; ++i) magnitude += std::fabs(log ? in.dy[i] : in.y[i] * in.dy[i]);
+        for (const char* backend : {"gpu", "cpu"}) {
+            const std::string args = "backward -y " + path("y.npy") + " --dy " + path("dy.npy") + " -o " +
+                                     path("dx.npy") + " --sink-gradient " + path("sinks_grad.npy") +
+                                     " --check --backend " + backend + (log ? " --log" : "");
+            Result r = cli(args);
+            ASSERT_EQ(r.code, 0) << args << ": " << r.err << r.out;
+            EXPECT_NE(r.out.find("sink gradient, each row's: max error"), std::string::npos) << r.out;
+            EXPECT_NE(header_of(path("sinks_grad.npy")).find("'shape': (3,)"), std::string::npos)
+                << header_of(path("sinks_grad.npy"));
+            const std::string d = data_of(path("sinks_grad.npy"));
+            ASSERT_EQ(d.size(), heads * 4) << args;
+            for (uint64_t h = 0; h < heads; ++h) {
+                float got = 0;
+                std::memcpy(&got, d.data() + 4 * h, 4);
+                EXPECT_NEAR(got, want[h], 1e-5 * magnitude) << args << ": head " << h;
+            }
+        }
+    }
+    // expect_failure() names the output (out.npy, which must survive).
+    expect_failure("backward -y " + path("y.npy") + " --dy " + path("dy.npy") + " --sink-gradient " +
+                       path("sinks_grad.npy") + " --heads 5",
+                   2, "attention heads 5");
+    expect_failure("backward -y " + path("y.npy") + " --dy " + path("dy.npy") + " --heads 3", 2,
+                   "--heads is for --sink-gradient");
+}
+
 TEST_F(Cli, BadInputsFailClearly) {
     const std::string good = bytes_of(std::vector<float>{1, 2, 3, 4, 5, 6});
     spit(path("good.npy"), npy("<f4", "(2, 3)", good));

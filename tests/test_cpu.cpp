@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "vksoftmax/attention.hpp"
 #include "vksoftmax/cpu.hpp"
 #include "vksoftmax/divisor.hpp"
 #include "vksoftmax/error.hpp"
@@ -131,6 +132,60 @@ TEST(Cpu, StridedAxisMatchesRows) {
         auto col = softmax_row({x[c], x[3 + c]});
         EXPECT_DOUBLE_EQ(y[c], col[0]) << "column " << c;
         EXPECT_DOUBLE_EQ(y[3 + c], col[1]) << "column " << c;
+    }
+}
+
+// The sinks' gradient is the derivative of the loss sum_r sum_j dy_rj y_rj
+// with respect to each head's sink logit: the reference's rows, summed over
+// each head, against a central difference of its own forward (float64),
+// softmax and log-softmax, 2 heads of 3 query rows.
+TEST(Cpu, SinkGradientIsTheDerivative) {
+    const uint64_t heads = 2, query_rows = 3, n = 50, rows = heads * query_rows;
+    std::vector<double> x(rows * n), dy(rows * n);
+    for (uint64_t i = 0; i < x.size(); ++i) {
+        x[i] = std::sin(0.7 * static_cast<double>(i)) * 3.0;
+        dy[i] = std::cos(1.3 * static_cast<double>(i));
+    }
+    for (bool log : {false, true}) {
+        Problem forward;
+        forward.shape = {rows, n, 1};
+        forward.log = log;
+        forward.attention.sinks = true;
+        forward.attention.heads = heads;
+        forward.attention.query_rows = query_rows;
+        Problem backward = forward;
+        backward.backward = true;
+        const std::vector<float> sinks = {0.5f, 4.0f};
+        // The loss at the sinks given (float, as the API takes them) plus `shift` on head h.
+        auto loss = [&](uint64_t h, double shift) {
+            std::vector<double> y(x.size());
+            // Softmax and log-softmax are unchanged by one shift of every logit
+            // and the sink together, so moving the sink by +shift is moving its
+            // head's logits by -shift: done so, the float sinks stay exact.
+            std::vector<double> shifted = x;
+            for (uint64_t r = h * query_rows; r < (h + 1) * query_rows; ++r)
+                for (uint64_t j = 0; j < n; ++j) shifted[r * n + j] -= shift;
+            AttentionData data;
+            data.sinks = sinks.data();
+            cpu::softmax(forward, shifted.data(), y.data(), data);
+            double l = 0;
+            for (uint64_t i = 0; i < y.size(); ++i) l += dy[i] * y[i];
+            return l;
+        };
+        std::vector<double> y(x.size()), dx(x.size()), sink_gradient(rows);
+        AttentionData data;
+        data.sinks = sinks.data();
+        cpu::softmax(forward, x.data(), y.data(), data);
+        cpu::softmax_backward(backward, y.data(), dy.data(), dx.data(), sink_gradient.data());
+        for (uint64_t h = 0; h < heads; ++h) {
+            double got = 0;
+            for (uint64_t r = h * query_rows; r < (h + 1) * query_rows; ++r) got += sink_gradient[r];
+            const double step = 1e-5;
+            const double want = (loss(h, step) - loss(h, -step)) / (2 * step);
+            EXPECT_NEAR(got, want, 1e-6 * (1 + std::fabs(want)))
+                << (log ? "log-softmax" : "softmax") << ", head " << h << ": the rows' sink gradients sum to " << got
+                << ", the central difference is " << want;
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -702,6 +703,31 @@ TEST_P(Embed, AttentionOptionsOnTheHostsBuffers) {
     vksm_context_destroy(ctx);
 }
 
+// A backward problem of one f32 row of 3, scale 2 (the hand-worked tests below).
+vksm_problem backward_row_of_3(int log) {
+    vksm_problem p{};
+    p.outer = 1;
+    p.axis = 3;
+    p.inner = 1;
+    p.dtype = VKSM_F32;
+    p.log = log;
+    p.scale = 2.0;
+    p.backward = 1;
+    return p;
+}
+
+// y (the probabilities, or with `log` their logs) and dy of a hand-worked
+// row of 3: dy = (1, 0, 2), or (1, 1, 1) with `log`.
+void write_row_of_3(int log, const std::array<float, 3>& probs, void* y_map, void* dy_map) {
+    float yv[3], dyv[3];
+    for (int i = 0; i < 3; ++i) {
+        yv[i] = log ? std::log(probs[i]) : probs[i];
+        dyv[i] = log ? 1.0f : (i == 0 ? 1.0f : i == 1 ? 0.0f : 2.0f);
+    }
+    std::memcpy(y_map, yv, 12);
+    std::memcpy(dy_map, dyv, 12);
+}
+
 // The backward pass through the C API on the host's buffers, worked out by
 // hand: softmax y = (1/2, 1/4, 1/4), dy = (1, 0, 2), scale 2: sum y dy =
 // 1, dx = 2 y (dy - 1) = (0, -1/2, 1/2); log-softmax of the same row
@@ -712,26 +738,12 @@ TEST_P(Embed, BackwardOnTheHostsBuffers) {
     const vksm_context_desc host_desc = desc();
     ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
     for (int log : {0, 1}) {
-        vksm_problem p{};
-        p.outer = 1;
-        p.axis = 3;
-        p.inner = 1;
-        p.dtype = VKSM_F32;
-        p.log = log;
-        p.scale = 2.0;
-        p.backward = 1;
+        const vksm_problem p = backward_row_of_3(log);
         vksm_plan plan = nullptr;
         ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS) << vksm_context_last_error(ctx);
         void *y_map, *dy_map, *dx_map;
         VkBuffer y = buffer(12, &y_map), dy = buffer(12, &dy_map), dx = buffer(12, &dx_map);
-        const float probs[3] = {0.5f, 0.25f, 0.25f};
-        float yv[3], dyv[3];
-        for (int i = 0; i < 3; ++i) {
-            yv[i] = log ? std::log(probs[i]) : probs[i];
-            dyv[i] = log ? 1.0f : (i == 0 ? 1.0f : i == 1 ? 0.0f : 2.0f);
-        }
-        std::memcpy(y_map, yv, 12);
-        std::memcpy(dy_map, dyv, 12);
+        write_row_of_3(log, {0.5f, 0.25f, 0.25f}, y_map, dy_map);
         VkCommandBuffer cb = command_buffer();
         VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         vkBeginCommandBuffer(cb, &bi);
@@ -754,6 +766,53 @@ TEST_P(Embed, BackwardOnTheHostsBuffers) {
                                        VK_NULL_HANDLE, 0),
                   VKSM_ERROR_INVALID_ARGUMENT);
         EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("gradient dy"), std::string::npos)
+            << vksm_context_last_error(ctx);
+        vksm_plan_destroy(plan);
+    }
+    vksm_context_destroy(ctx);
+}
+
+// The sinks' gradient through the C API, worked out by hand: a forward
+// with a sink left y = (1/4, 1/8, 1/8) (the sink took p = 1/2), dy = (1, 0,
+// 2), scale 2: sum y dy = 1/2, dx = 2 y (dy - 1/2) = (1/4, -1/8, 3/8), the
+// sink's gradient -p 1/2 = -1/4; log-softmax (y = log of it), dy = (1, 1,
+// 1): dx = 2 (1 - 3 exp(y)) = (1/2, 5/4, 5/4), the sink's -p 3 = -3/2.
+// Then the refusal: no buffer for the sink gradient.
+TEST_P(Embed, BackwardSinkGradientOnTheHostsBuffers) {
+    vksm_context ctx = nullptr;
+    const vksm_context_desc host_desc = desc();
+    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
+    for (int log : {0, 1}) {
+        vksm_problem p = backward_row_of_3(log);
+        p.sinks = 1;
+        p.heads = 1;
+        vksm_plan plan = nullptr;
+        ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS) << vksm_context_last_error(ctx);
+        EXPECT_EQ(vksm_plan_sink_gradient_bytes(plan), 4u) << "one float for the one row";
+        void *y_map, *dy_map, *dx_map, *sink_map;
+        VkBuffer y = buffer(12, &y_map), dy = buffer(12, &dy_map), dx = buffer(12, &dx_map),
+                 sink = buffer(4, &sink_map);
+        write_row_of_3(log, {0.25f, 0.125f, 0.125f}, y_map, dy_map);
+        VkCommandBuffer cb = command_buffer();
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        vkBeginCommandBuffer(cb, &bi);
+        host_writes_to_shaders(cb);
+        ASSERT_EQ(vksm_record_backward_sinks(plan, cb, {y, 0, 12}, {dy, 0, 12}, {dx, 0, 12}, {VK_NULL_HANDLE, 0, 0},
+                                             {sink, 0, 4}, VK_NULL_HANDLE, 0),
+                  VKSM_SUCCESS)
+            << vksm_context_last_error(ctx);
+        shader_writes_to_host(cb);
+        vkEndCommandBuffer(cb);
+        submit({cb});
+        const float* out = static_cast<const float*>(dx_map);
+        const float want[2][3] = {{0.25f, -0.125f, 0.375f}, {0.5f, 1.25f, 1.25f}};
+        const char* what = log ? "log-softmax" : "softmax";
+        for (int i = 0; i < 3; ++i) EXPECT_NEAR(out[i], want[log][i], 1e-6) << what << " dx " << i;
+        EXPECT_NEAR(*static_cast<const float*>(sink_map), log ? -1.5f : -0.25f, 1e-6) << what << ": the sink's gradient";
+        EXPECT_EQ(vksm_record_backward(plan, cb, {y, 0, 12}, {dy, 0, 12}, {dx, 0, 12}, {VK_NULL_HANDLE, 0, 0},
+                                       VK_NULL_HANDLE, 0),
+                  VKSM_ERROR_INVALID_ARGUMENT);
+        EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("sink gradient"), std::string::npos)
             << vksm_context_last_error(ctx);
         vksm_plan_destroy(plan);
     }

@@ -1,7 +1,8 @@
 // Tensors larger than one storage-buffer binding, cut into ranges of whole
 // outer slices (Plan::ranges): forced small ranges on every path, with
 // strided rows, fp16 rows not a multiple of 4, the split and single-pass
-// workspaces in slices, and the attention options numbered across ranges;
+// workspaces in slices, the attention options and the backward pass's
+// sink gradient numbered across ranges;
 // and one tensor past the device's own maxStorageBufferRange.
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 
 #include "gpu_fixture.hpp"
 #include "vksoftmax/attention.hpp"
+#include "vksoftmax/cpu.hpp"
 
 using namespace vkstest;
 
@@ -95,6 +97,40 @@ TEST_F(RangesTest, AttentionAcrossRanges) {
 }
 
 // A slice that cannot be cut further and does not fit is refused, naming it.
+// The backward pass of a forward with sinks in ranges of at most 16 KiB
+// (2 heads of 100 query rows of 300): dy windowed as y is, and each row's
+// sink gradient at its row of the whole tensor (first_row), on the
+// workgroup and split paths.
+TEST_F(RangesTest, BackwardSinkGradientAcrossRanges) {
+    for (Path path : {Path::workgroup_row, Path::split}) {
+        Problem p;
+        p.shape = {200, 300, 1};
+        p.backward = true;
+        p.attention.sinks = true;
+        p.attention.heads = 2;
+        p.attention.query_rows = 100;
+        const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+        const std::vector<float> sinks = {2.0f, 9.0f};
+        const BackwardInputs in = backward_inputs(p, std::vector<double>(x.begin(), x.end()), fresh_seed(), sinks.data());
+        RunOptions ro;
+        ro.plan = ranges_of(16384, path);
+        std::vector<float> dx(in.y.size()), sink_gradient(200);
+        const RunResult r = run_backward(ctx(), p, to_storage(in.y, p.dtype).data(), to_storage(in.dy, p.dtype).data(),
+                                         dx.data(), ro, sink_gradient.data());
+        EXPECT_GT(r.plan.ranges, 1u) << describe(p, ro.plan);
+        std::vector<double> ref(in.y.size()), sink_ref(200);
+        cpu::softmax_backward(p, in.y.data(), in.dy.data(), ref.data(), sink_ref.data());
+        const Accuracy dx_acc = compare_backward(p, in.y, in.dy, std::vector<double>(dx.begin(), dx.end()), ref);
+        const Accuracy sink_acc =
+            compare_sink_gradient(p, in.y, in.dy, std::vector<double>(sink_gradient.begin(), sink_gradient.end()), sink_ref);
+        const Bound b = accuracy_bound(p.dtype, p.log);
+        EXPECT_TRUE(dx_acc.within(b.rel, 0.0)) << describe(p, ro.plan) << " in " << r.plan.ranges
+                                               << " ranges, dx: " << dx_acc.describe();
+        EXPECT_TRUE(sink_acc.within(b.rel, 0.0)) << describe(p, ro.plan) << " in " << r.plan.ranges
+                                                 << " ranges, sink gradient: " << sink_acc.describe();
+    }
+}
+
 TEST_F(RangesTest, SliceLargerThanARangeIsRefused) {
     Problem p;
     p.shape = {4, 100000, 1};

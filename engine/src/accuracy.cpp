@@ -142,12 +142,38 @@ Accuracy compare_backward(const Problem& problem, const std::vector<double>& y, 
     return a;
 }
 
-BackwardInputs backward_inputs(const Problem& problem, const std::vector<double>& logits, uint32_t seed) {
+Accuracy compare_sink_gradient(const Problem& problem, const std::vector<double>& y, const std::vector<double>& dy,
+                               const std::vector<double>& got, const std::vector<double>& ref) {
+    const double floor = accuracy_bound(problem.dtype, false, problem.precision).floor;
+    const Shape& s = problem.shape;
+    Accuracy a;
+    for (uint64_t row = 0; row < s.rows(); ++row) {
+        const uint64_t base = s.row_start(row);
+        double magnitude = 0;
+        for (uint64_t i = 0; i < s.axis; ++i) {
+            const uint64_t at = base + i * s.inner;
+            magnitude += problem.log ? std::fabs(dy[at]) : std::fabs(y[at] * dy[at]);
+        }
+        const double g = got[row], r = ref[row];
+        if (!std::isfinite(r) || !std::isfinite(g)) {
+            if (!(std::isnan(r) && std::isnan(g))) ++a.nonfinite_mismatches;
+            continue;
+        }
+        const double err = std::fabs(g - r);
+        add_error(a, row, g, r, err, err / std::max(std::fabs(r) + magnitude, floor));
+    }
+    return a;
+}
+
+BackwardInputs backward_inputs(const Problem& problem, const std::vector<double>& logits, uint32_t seed,
+                               const float* sinks) {
     const size_t n = logits.size();
     BackwardInputs in{std::vector<double>(n), std::vector<double>(n)};
     Problem forward = problem;
     forward.backward = false;
-    cpu::softmax(forward, logits.data(), in.y.data());
+    AttentionData forward_data;
+    forward_data.sinks = sinks;
+    cpu::softmax(forward, logits.data(), in.y.data(), forward_data);
     std::mt19937 rng(seed);
     std::normal_distribution<double> grad(0.0, 1.0);
     for (double& v : in.dy) v = grad(rng);

@@ -36,8 +36,11 @@ std::vector<Touched> touched_ranges(const std::vector<Bound>& bound) {
             const VkDescriptorBufferInfo& info = p.bindings.info[b];
             // The input stands in for an unused binding: nothing touches it there.
             if (!binding_bytes(*p.plan, b)) continue;
-            const char* what = b == 3 && p.plan->problem.backward ? "gradient" : kWhat[b];
-            ranges.push_back({info.buffer, info.offset, info.offset + info.range, kWritten[b], p.item, what});
+            const bool backward = p.plan->problem.backward;
+            const char* what = backward && b == 3 ? "gradient" : backward && b == 4 ? "sink gradient" : kWhat[b];
+            // A backward plan's binding 4 is its sink gradient, written.
+            const bool written = kWritten[b] || (backward && b == 4);
+            ranges.push_back({info.buffer, info.offset, info.offset + info.range, written, p.item, what});
         }
     return ranges;
 }
@@ -70,7 +73,7 @@ void record_batch(const Context& ctx, const BatchItem* items, size_t count, VkCo
         if (items[i].plan->passes > 0)
             bound.push_back({i, items[i].plan,
                              checked_bindings(ctx, *items[i].plan, items[i].in, items[i].out, items[i].workspace,
-                                              items[i].attention, items[i].gradient)});
+                                              items[i].attention, {items[i].gradient, items[i].sink_gradient})});
     }
     check_no_aliasing(bound);
     // Each problem's ranges (Plan::ranges), with their descriptor sets.

@@ -204,6 +204,8 @@ void vksm_plan_attention_bytes(vksm_plan plan, VkDeviceSize* mask, VkDeviceSize*
     if (lse) *lse = plan ? plan->plan.lse_bytes : 0;
 }
 
+VkDeviceSize vksm_plan_sink_gradient_bytes(vksm_plan plan) { return plan ? plan->plan.sink_gradient_bytes : 0; }
+
 vksm_result vksm_record(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer input, vksm_buffer output,
                         vksm_buffer workspace, VkQueryPool timestamps, uint32_t first_query) {
     if (!plan || !command_buffer) return VKSM_ERROR_INVALID_ARGUMENT;
@@ -226,10 +228,18 @@ vksm_result vksm_record_attention(vksm_plan plan, VkCommandBuffer command_buffer
 
 vksm_result vksm_record_backward(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer y, vksm_buffer dy,
                                  vksm_buffer dx, vksm_buffer workspace, VkQueryPool timestamps, uint32_t first_query) {
+    return vksm_record_backward_sinks(plan, command_buffer, y, dy, dx, workspace, {VK_NULL_HANDLE, 0, 0}, timestamps,
+                                      first_query);
+}
+
+vksm_result vksm_record_backward_sinks(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer y,
+                                       vksm_buffer dy, vksm_buffer dx, vksm_buffer workspace,
+                                       vksm_buffer sink_gradient, VkQueryPool timestamps, uint32_t first_query) {
     if (!plan || !command_buffer) return VKSM_ERROR_INVALID_ARGUMENT;
     return guarded(plan->owner, [&] {
         vksoftmax::record_backward(*plan->owner->ctx, plan->plan, command_buffer, range_of(y), range_of(dy),
-                                   range_of(dx), range_of(workspace), {timestamps, first_query});
+                                   range_of(dx), range_of(workspace), range_of(sink_gradient),
+                                   vksoftmax::Timestamps{timestamps, first_query});
     });
 }
 
@@ -245,7 +255,8 @@ vksm_result vksm_record_batch(const vksm_batch_item* items, uint32_t count, VkCo
         for (uint32_t i = 0; i < count; ++i) {
             const vksm_batch_item& it = items[i];
             batch[i] = {&it.plan->plan, range_of(it.input), range_of(it.output), range_of(it.workspace),
-                        {range_of(it.mask), range_of(it.sinks), range_of(it.lse)}, range_of(it.gradient)};
+                        {range_of(it.mask), range_of(it.sinks), range_of(it.lse)}, range_of(it.gradient),
+                        range_of(it.sink_gradient)};
         }
         vksoftmax::record_batch(*owner->ctx, batch.data(), batch.size(), command_buffer, {timestamps, first_query});
     });

@@ -192,6 +192,21 @@ void add_backward_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
             c.backward = true;
             cases.push_back(c);
         }
+    // A forward with sinks (the attention cases' sinks: near the rows'
+    // maxima, head 1's -inf): dx and each row's sink gradient; edge rows
+    // included (rows of NaN and of -inf give NaN, a row of -inf beside the
+    // sink y = 0).
+    for (bool log : {false, true}) {
+        Case sinks{"backward " + std::string(dtype_name(dt)) + (log ? " log-softmax" : " softmax") +
+                       " (1,4,12,1000) sinks" + (log ? " scale=0.5" : ""),
+                   {48, 1000, 1}, dt, log, 1.0, true};
+        sinks.scale = log ? 0.5 : 1.0;
+        sinks.backward = true;
+        sinks.attention.sinks = true;
+        sinks.attention.heads = 4;
+        sinks.attention.query_rows = 12;
+        cases.push_back(sinks);
+    }
     if (quick) return;
     Case strided{"backward " + std::string(dtype_name(dt)) + " softmax (4,33,9) axis 1", shape_for_axis({4, 33, 9}, 1), dt,
                  false, 1.0, false};
@@ -350,31 +365,42 @@ void judge_lse(const std::vector<float>& got, const std::vector<float>& ref, Res
 
 // A backward case: dx from y (the float64 forward of the case's rows,
 // rounded to the storage type) and dy, against the backward reference,
-// within the bound relative to the terms' size (compare_backward()).
-// There is no ULP figure: dx cancels by design.
+// within the bound relative to the terms' size (compare_backward()); with
+// sinks (y from the forward with the case's sinks), each row's sink
+// gradient too (compare_sink_gradient()). There is no ULP figure: dx
+// cancels by design.
 void check_backward(Context& ctx, const Case& c, const Problem& p, const RunOptions& ro, std::mt19937& rng,
                     Result& r) {
     const std::vector<float> x = make_input(c, rng);
     const size_t n = x.size();
-    const BackwardInputs in = backward_inputs(p, std::vector<double>(x.begin(), x.end()), static_cast<uint32_t>(rng()));
+    const AttentionInputs attention = make_attention_inputs(c, rng);
+    const BackwardInputs in = backward_inputs(p, std::vector<double>(x.begin(), x.end()), static_cast<uint32_t>(rng()),
+                                              c.attention.sinks ? attention.sinks.data() : nullptr);
     const std::vector<double>& y = in.y;
     const std::vector<double>& dy = in.dy;
-    std::vector<double> ref(n);
+    std::vector<double> ref(n), sink_ref(c.attention.sinks ? c.shape.rows() : 0);
+    std::vector<float> sink_got(sink_ref.size());
     std::vector<uint8_t> dx(n * dtype_size(c.dtype));
-    run_backward(ctx, p, to_storage(y, c.dtype).data(), to_storage(dy, c.dtype).data(), dx.data(), ro);
+    run_backward(ctx, p, to_storage(y, c.dtype).data(), to_storage(dy, c.dtype).data(), dx.data(), ro,
+                 c.attention.sinks ? sink_got.data() : nullptr);
     const std::vector<double> got = to_double(dx.data(), n, c.dtype);
-    cpu::softmax_backward(p, y.data(), dy.data(), ref.data());
+    cpu::softmax_backward(p, y.data(), dy.data(), ref.data(), c.attention.sinks ? sink_ref.data() : nullptr);
     round_to(c.dtype, ref);
     const Accuracy a = compare_backward(p, y, dy, got, ref);
+    Accuracy sinks;  // nothing to judge without sinks
+    if (c.attention.sinks)
+        sinks = compare_sink_gradient(p, y, dy, std::vector<double>(sink_got.begin(), sink_got.end()), sink_ref);
     // The bound of the precision's fast mode: the error is the sum's.
     r.rel_bound = accuracy_bound(c.dtype, c.log).rel;
-    r.max_rel = a.max_rel;
-    r.nan_pattern_ok = a.nonfinite_mismatches == 0;
+    r.max_rel = std::max(a.max_rel, sinks.max_rel);
+    r.nan_pattern_ok = a.nonfinite_mismatches == 0 && sinks.nonfinite_mismatches == 0;
     r.pass = r.nan_pattern_ok && r.max_rel <= r.rel_bound;
     if (!r.nan_pattern_ok)
-        r.note = std::to_string(a.nonfinite_mismatches) + " non-finite mismatches";
+        r.note = std::to_string(a.nonfinite_mismatches) + " non-finite mismatches in dx, " +
+                 std::to_string(sinks.nonfinite_mismatches) + " in the sink gradient";
     else if (!r.pass)
-        r.note = "error over the bound: " + a.describe();
+        r.note = "error over the bound: dx " + a.describe() +
+                 (c.attention.sinks ? "; sink gradient " + sinks.describe() : "");
 }
 
 Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {

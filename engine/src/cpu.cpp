@@ -81,15 +81,22 @@ void run(const Problem& p, const AttentionData& data, Load load, Store store) {
 }
 
 // The backward pass over every row; `load(t, i)` reads element i of y
-// (t = 0) or dy (t = 1), `store(i, v)` writes dx.
+// (t = 0) or dy (t = 1), `store(i, v)` writes dx. With sinks, each row's
+// sink gradient -p * sum into `sink_gradient`, p = 1 - sum y (log-softmax:
+// 1 - sum exp(y)) clamped at 0.
 template <typename Load, typename Store>
-void run_backward(const Problem& p, Load load, Store store) {
+void run_backward(const Problem& p, Load load, Store store, double* sink_gradient) {
     const double k = logit_multiplier(p);
     const Shape& s = p.shape;
+    if (p.attention.sinks) {
+        attention_layout(p);
+        if (!sink_gradient)
+            throw Error(ErrorKind::invalid_argument, "the backward pass of sinks needs memory for the sink gradient");
+    }
     std::vector<double> y(s.axis), dy(s.axis);
     for (uint64_t r = 0; r < s.rows(); ++r) {
         const uint64_t base = s.row_start(r);
-        double sum = 0;
+        double sum = 0, mass = 0;
         bool bad = false;
         for (uint64_t i = 0; i < s.axis; ++i) {
             y[i] = load(0, base + i * s.inner);
@@ -97,8 +104,10 @@ void run_backward(const Problem& p, Load load, Store store) {
             const bool y_ok = std::isfinite(y[i]) || (p.log && y[i] == -kInf);
             bad = bad || !y_ok || !std::isfinite(dy[i]);
             sum += p.log ? dy[i] : y[i] * dy[i];
+            mass += p.log ? (y[i] == -kInf ? 0.0 : std::exp(y[i])) : y[i];
         }
         bad = bad || !std::isfinite(sum);
+        if (p.attention.sinks) sink_gradient[r] = bad ? kNan : -std::max(1.0 - mass, 0.0) * sum;
         for (uint64_t i = 0; i < s.axis; ++i) {
             const double v = bad ? kNan : p.log ? k * (dy[i] - (y[i] == -kInf ? 0.0 : std::exp(y[i])) * sum)
                                                 : k * y[i] * (dy[i] - sum);
@@ -113,24 +122,27 @@ void require_backward(const Problem& p) {
 
 }  // namespace
 
-void softmax_backward(const Problem& problem, const double* y, const double* dy, double* dx) {
+void softmax_backward(const Problem& problem, const double* y, const double* dy, double* dx, double* sink_gradient) {
     require_backward(problem);
-    run_backward(problem, [&](int t, uint64_t i) { return t == 0 ? y[i] : dy[i]; }, [&](uint64_t i, double v) { dx[i] = v; });
+    run_backward(
+        problem, [&](int t, uint64_t i) { return t == 0 ? y[i] : dy[i]; }, [&](uint64_t i, double v) { dx[i] = v; },
+        sink_gradient);
 }
 
-void softmax_backward(const Problem& problem, const float* y, const float* dy, float* dx) {
+void softmax_backward(const Problem& problem, const float* y, const float* dy, float* dx, double* sink_gradient) {
     require_backward(problem);
     run_backward(problem, [&](int t, uint64_t i) { return static_cast<double>(t == 0 ? y[i] : dy[i]); },
-                 [&](uint64_t i, double v) { dx[i] = static_cast<float>(v); });
+                 [&](uint64_t i, double v) { dx[i] = static_cast<float>(v); }, sink_gradient);
 }
 
-void softmax_backward(const Problem& problem, const uint16_t* y, const uint16_t* dy, uint16_t* dx) {
+void softmax_backward(const Problem& problem, const uint16_t* y, const uint16_t* dy, uint16_t* dx,
+                      double* sink_gradient) {
     require_backward(problem);
     if (problem.dtype == Dtype::f32)
         throw Error(ErrorKind::invalid_argument, "cpu::softmax_backward on 16-bit storage for an f32 problem");
     const Dtype dtype = problem.dtype;
     run_backward(problem, [&](int t, uint64_t i) { return static_cast<double>(from_16bit(dtype, t == 0 ? y[i] : dy[i])); },
-                 [&](uint64_t i, double v) { dx[i] = to_16bit(dtype, static_cast<float>(v)); });
+                 [&](uint64_t i, double v) { dx[i] = to_16bit(dtype, static_cast<float>(v)); }, sink_gradient);
 }
 
 void softmax(const Problem& problem, const double* in, double* out, const AttentionData& attention) {

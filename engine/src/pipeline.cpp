@@ -31,11 +31,17 @@ std::string PipelineKey::id() const {
            (attention ? "/attention/mask" + std::to_string(mask) + (causal ? "/causal" : "") + (sinks ? "/sinks" : "") +
                             (lse ? "/lse" : "") + (alibi ? "/alibi" : "") + (mask_per_head ? "/per-head" : "")
                       : "") +
-           (backward ? "/backward" : "");
+           (backward ? std::string("/backward") + (sinks ? "/sinks" : "") : "");
 }
 
-uint32_t push_bytes(const PipelineKey& key) { return key.attention ? sizeof(PushConstants) : plain_push_bytes; }
-uint32_t binding_count(const PipelineKey& key) { return key.attention ? max_bindings : key.backward ? 4u : 3u; }
+// The backward modules declare the whole block: their sink gradient is
+// indexed from first_row.
+uint32_t push_bytes(const PipelineKey& key) {
+    return key.attention || key.backward ? sizeof(PushConstants) : plain_push_bytes;
+}
+// The backward modules declare binding 4 (the sink gradient) whether or
+// not SINKS is on: a stand-in buffer fills it where it is off.
+uint32_t binding_count(const PipelineKey& key) { return key.attention ? max_bindings : key.backward ? 5u : 3u; }
 
 std::array<VkWriteDescriptorSet, max_bindings> buffer_writes(const DescriptorBuffers& buffers, VkDescriptorSet set) {
     std::array<VkWriteDescriptorSet, max_bindings> writes{};
@@ -119,7 +125,8 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
     // constant_id 0..9 and 16 of softmax_common.glsl, 10..15 of
-    // softmax_attention.glsl; booleans are 32-bit.
+    // softmax_attention.glsl (12, SINKS, of softmax_backward.glsl too);
+    // booleans are 32-bit.
     const std::array<uint32_t, 17> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                              key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
                                              static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u,

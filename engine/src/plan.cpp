@@ -471,6 +471,29 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
     plan.push.inv_t = 1.0f;
 }
 
+// Error(invalid_argument) for the attention options a backward problem
+// cannot take: the mask, causal mask and ALiBi act through the forward
+// output y (a hidden element's y is 0, and so is its dx), and the
+// log-sum-exp is the forward's. Sinks it takes (their gradient).
+void check_backward_options(const Problem& problem) {
+    const Attention& a = problem.attention;
+    if (problem.backward && (a.mask || a.causal || a.lse || a.alibi_max_bias != 0.0))
+        throw Error(ErrorKind::invalid_argument,
+                    "the backward pass takes no mask, causal mask, ALiBi or log-sum-exp (they act through the "
+                    "forward output y): plan it without them (sinks it takes, for their gradient)");
+}
+
+// A backward problem whose forward had sinks: each row's sink gradient
+// out (binding 4, fp32 per row), the row layout checked as the forward's.
+void plan_sink_gradient(const DeviceInfo& d, const Problem& problem, Plan& plan, PipelineKey& key) {
+    if (!problem.attention.sinks) return;
+    attention_layout(problem);
+    const uint64_t rows = problem.shape.rows();
+    check_fits(d, rows, rows * 4);
+    key.sinks = true;
+    plan.sink_gradient_bytes = rows * 4;
+}
+
 // What pass `pass` of a plan dispatches.
 ShaderKind shader_kind(Path path, uint32_t pass, bool slot_rows, bool long_rows) {
     if (path == Path::split) return pass == 0 ? ShaderKind::split_statistics : ShaderKind::split_normalize;
@@ -485,10 +508,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     Plan plan;
     plan.problem = problem;
     const float inv_t = inverse_temperature(problem);
-    if (problem.backward && problem.attention.any())
-        throw Error(ErrorKind::invalid_argument,
-                    "the backward pass takes no attention options (masks and sinks act through the forward output y): "
-                    "plan it without them");
+    check_backward_options(problem);
     if (dtype_size(problem.dtype) == 2 && !d.storage_16bit)
         throw Error(ErrorKind::unsupported, std::string(dtype_name(problem.dtype)) +
                                                 " tensors need storageBuffer16BitAccess, which " + d.name + " lacks");
@@ -544,7 +564,10 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
                                                            : kSinglePassPatience;
     key.workgroup_size = g.workgroup_size;
     key.slots = g.slots;
-    plan_attention(d, problem, inv_t, plan, key);
+    if (problem.backward)
+        plan_sink_gradient(d, problem, plan, key);
+    else
+        plan_attention(d, problem, inv_t, plan, key);
     key.backward = problem.backward;
     // Attention modules take T = 1 (the temperature joins their scale).
     key.log_overflow_guard = problem.log && !problem.backward && !key.attention && inv_t < 1.0f;
@@ -595,22 +618,29 @@ VkDescriptorSet descriptor_set_for(const Context& ctx, const Plan& plan, const B
 }  // namespace
 
 uint64_t binding_bytes(const Plan& plan, uint32_t i) {
-    const uint64_t third = plan.problem.backward ? plan.tensor_bytes : plan.mask_bytes;  // dy, or the mask
+    const bool backward = plan.problem.backward;
+    const uint64_t third = backward ? plan.tensor_bytes : plan.mask_bytes;          // dy, or the mask
+    const uint64_t fourth = backward ? plan.sink_gradient_bytes : plan.sinks_bytes;  // the sink gradient, or the sinks
     const uint64_t bytes[max_bindings] = {plan.tensor_bytes, plan.tensor_bytes, plan.workspace_bytes,
-                                          third,             plan.sinks_bytes,  plan.lse_bytes};
+                                          third,             fourth,            backward ? 0 : plan.lse_bytes};
     return bytes[i];
 }
 
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
-                          const BufferRange& workspace, const AttentionBuffers& attention, const BufferRange& gradient) {
+                          const BufferRange& workspace, const AttentionBuffers& attention,
+                          const BackwardBuffers& backward) {
     require_buffer("the split path needs a workspace of ", workspace, plan.workspace_bytes);
     require_buffer("the attention mask needs a buffer of ", attention.mask, plan.mask_bytes);
     require_buffer("the attention sinks needs a buffer of ", attention.sinks, plan.sinks_bytes);
     require_buffer("the attention log-sum-exp needs a buffer of ", attention.lse, plan.lse_bytes);
-    if (plan.problem.backward) require_buffer("the backward pass needs a gradient dy of ", gradient, plan.tensor_bytes);
+    const bool is_backward = plan.problem.backward;
+    if (is_backward) require_buffer("the backward pass needs a gradient dy of ", backward.gradient, plan.tensor_bytes);
+    require_buffer("the backward pass of sinks needs a sink gradient of ", backward.sink_gradient,
+                   plan.sink_gradient_bytes);
     const uint64_t align = ctx.info().min_storage_buffer_offset_alignment;
-    const BufferRange* third = plan.problem.backward ? &gradient : &attention.mask;
-    const BufferRange* given[max_bindings] = {&in, &out, &workspace, third, &attention.sinks, &attention.lse};
+    const BufferRange* third = is_backward ? &backward.gradient : &attention.mask;
+    const BufferRange* fourth = is_backward ? &backward.sink_gradient : &attention.sinks;
+    const BufferRange* given[max_bindings] = {&in, &out, &workspace, third, fourth, &attention.lse};
     for (const BufferRange* r : given)
         if (align && r->offset % align)
             throw Error(ErrorKind::invalid_argument, "buffer offset " + std::to_string(r->offset) +
@@ -721,17 +751,24 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
     if (plan.problem.backward)
         throw Error(ErrorKind::invalid_argument, "a backward plan is recorded with record_backward() (it reads dy too)");
     if (plan.passes == 0) return;
-    record_passes(ctx, plan, cb, checked_bindings(ctx, plan, in, out, workspace, attention, BufferRange{}), workspace,
-                  timestamps);
+    record_passes(ctx, plan, cb, checked_bindings(ctx, plan, in, out, workspace, attention, BackwardBuffers{}),
+                  workspace, timestamps);
 }
 
 void record_backward(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& y,
                      const BufferRange& dy, const BufferRange& dx, const BufferRange& workspace,
                      const Timestamps& timestamps) {
+    record_backward(ctx, plan, cb, y, dy, dx, workspace, BufferRange{}, timestamps);
+}
+
+void record_backward(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& y,
+                     const BufferRange& dy, const BufferRange& dx, const BufferRange& workspace,
+                     const BufferRange& sink_gradient, const Timestamps& timestamps) {
     if (!plan.problem.backward)
         throw Error(ErrorKind::invalid_argument, "record_backward() takes a plan made for Problem::backward");
     if (plan.passes == 0) return;
-    record_passes(ctx, plan, cb, checked_bindings(ctx, plan, y, dx, workspace, AttentionBuffers{}, dy), workspace,
+    record_passes(ctx, plan, cb,
+                  checked_bindings(ctx, plan, y, dx, workspace, AttentionBuffers{}, {dy, sink_gradient}), workspace,
                   timestamps);
 }
 

@@ -11,15 +11,21 @@
 namespace vksoftmax {
 
 // Input, output, workspace, and for attention plans mask, sinks and
-// log-sum-exp, for backward plans the gradient dy; the input stands in for
-// any the plan does not use.
+// log-sum-exp, for backward plans the gradient dy and the sink gradient;
+// the input stands in for any the plan does not use.
 using Bindings = DescriptorBuffers;
 
+// A backward plan's own buffers: dy (binding 3) and, for a forward with
+// sinks, the sink gradient (binding 4).
+struct BackwardBuffers {
+    BufferRange gradient, sink_gradient;
+};
+
 // The plan's bindings, or Error(invalid_argument) for a missing buffer, a
-// range smaller than the plan needs or a misaligned offset. `gradient`: a
-// backward plan's dy (binding 3).
+// range smaller than the plan needs or a misaligned offset.
 Bindings checked_bindings(const Context& ctx, const Plan& plan, const BufferRange& in, const BufferRange& out,
-                          const BufferRange& workspace, const AttentionBuffers& attention, const BufferRange& gradient);
+                          const BufferRange& workspace, const AttentionBuffers& attention,
+                          const BackwardBuffers& backward);
 
 // Bytes the plan binds at binding i (DescriptorBuffers' order); 0 where
 // the input stands in for a binding the plan does not use.

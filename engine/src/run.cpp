@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "vksoftmax/buffer.hpp"
 #include "vksoftmax/context.hpp"
@@ -12,19 +13,44 @@ namespace vksoftmax {
 
 namespace {
 
+// An fp32 output besides the tensor (the log-sum-exp, the sink gradient):
+// written on the device, poisoned with NaN first where asked, read back.
+struct SideOutput {
+    std::unique_ptr<Buffer> device, down;
+    uint64_t bytes = 0;
+    SideOutput(Context& ctx, uint64_t size, const char* what) : bytes(size) {
+        if (!bytes) return;
+        device = std::make_unique<Buffer>(ctx, bytes, MemoryKind::device, what);
+        down = std::make_unique<Buffer>(ctx, bytes, MemoryKind::readback, (std::string(what) + " staging").c_str());
+    }
+    BufferRange range() const { return device ? BufferRange{device->buffer(), 0, bytes} : BufferRange{}; }
+    void poison(const DeviceFunctions& vk, VkCommandBuffer cb) const {
+        if (device) vk.vkCmdFillBuffer(cb, device->buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(Dtype::f32));
+    }
+    void copy_down(const DeviceFunctions& vk, VkCommandBuffer cb) const {
+        if (!device) return;
+        VkBufferCopy region{0, 0, bytes};
+        vk.vkCmdCopyBuffer(cb, device->buffer(), down->buffer(), 1, &region);
+    }
+    void read(Context& ctx, float* to) const {
+        if (!device) return;
+        down->invalidate(ctx);
+        std::memcpy(to, down->mapped(), bytes);
+    }
+};
+
 // The attention options' buffers on the device: the mask and sinks
 // uploaded from host memory, the log-sum-exp read back.
 struct AttentionStaging {
-    std::unique_ptr<Buffer> mask, sinks, lse, lse_down;
-    AttentionStaging(Context& ctx, const Plan& plan, const AttentionData& data) {
-        check_attention_data(plan.problem.attention, data);
+    std::unique_ptr<Buffer> mask, sinks;
+    SideOutput lse;
+    AttentionStaging(Context& ctx, const Plan& plan, const AttentionData& data)
+        : lse(ctx, plan.lse_bytes, "log-sum-exp") {
+        // A backward plan's sinks option asks for their gradient, not for sink logits.
+        if (!plan.problem.backward) check_attention_data(plan.problem.attention, data);
         // Host-visible buffers the shaders read directly: each is read once.
         if (plan.mask_bytes) mask = upload(ctx, data.mask, plan.mask_bytes, "attention mask");
         if (plan.sinks_bytes) sinks = upload(ctx, data.sinks, plan.sinks_bytes, "attention sinks");
-        if (plan.lse_bytes) {
-            lse = std::make_unique<Buffer>(ctx, plan.lse_bytes, MemoryKind::device, "log-sum-exp");
-            lse_down = std::make_unique<Buffer>(ctx, plan.lse_bytes, MemoryKind::readback, "log-sum-exp staging");
-        }
     }
     static std::unique_ptr<Buffer> upload(Context& ctx, const void* data, uint64_t bytes, const char* what) {
         auto b = std::make_unique<Buffer>(ctx, bytes, MemoryKind::upload, what);
@@ -36,16 +62,22 @@ struct AttentionStaging {
         return b ? BufferRange{b->buffer(), 0, bytes} : BufferRange{};
     }
     AttentionBuffers buffers(const Plan& plan) const {
-        return {range(mask, plan.mask_bytes), range(sinks, plan.sinks_bytes), range(lse, plan.lse_bytes)};
+        return {range(mask, plan.mask_bytes), range(sinks, plan.sinks_bytes), lse.range()};
     }
 };
 
-// A backward plan's gradient dy on the device, uploaded with the input.
+// A backward plan's gradient dy on the device, uploaded with the input,
+// and its sink gradient, read back.
 struct GradientStaging {
     std::unique_ptr<Buffer> device, up;
-    GradientStaging(Context& ctx, const Plan& plan, const void* gradient) {
+    SideOutput sink_gradient;
+    GradientStaging(Context& ctx, const Plan& plan, const void* gradient, const float* sink_gradient_out)
+        : sink_gradient(ctx, plan.sink_gradient_bytes, "sink gradient") {
         if (!plan.problem.backward) return;
         if (!gradient) throw Error(ErrorKind::invalid_argument, "run_backward() needs the gradient dy");
+        if (plan.sink_gradient_bytes && !sink_gradient_out)
+            throw Error(ErrorKind::invalid_argument,
+                        "the backward pass of sinks needs memory for the sink gradient (one float per row)");
         device = std::make_unique<Buffer>(ctx, plan.tensor_bytes, MemoryKind::device, "gradient dy");
         up = std::make_unique<Buffer>(ctx, plan.tensor_bytes, MemoryKind::upload, "gradient staging");
         std::memcpy(up->mapped(), gradient, plan.tensor_bytes);
@@ -53,9 +85,10 @@ struct GradientStaging {
     }
 };
 
-// run() and run_backward(): `gradient` is dy for a backward problem.
+// run() and run_backward(): `gradient` is dy for a backward problem,
+// `sink_gradient` its rows' sink gradient where the forward had sinks.
 RunResult run_plan(Context& ctx, const Problem& problem, const void* input, const void* gradient, void* output,
-                   const RunOptions& options, const AttentionData& attention) {
+                   const RunOptions& options, const AttentionData& attention, float* sink_gradient = nullptr) {
     RunResult result;
     result.plan = make_plan(ctx, problem, options.plan);
     const Plan& plan = result.plan;
@@ -70,7 +103,7 @@ RunResult run_plan(Context& ctx, const Problem& problem, const void* input, cons
     Buffer up(ctx, bytes, MemoryKind::upload, "input staging");
     Buffer down(ctx, bytes, MemoryKind::readback, "output staging");
     AttentionStaging staging(ctx, plan, attention);
-    GradientStaging grad(ctx, plan, gradient);
+    GradientStaging grad(ctx, plan, gradient, sink_gradient);
     std::memcpy(up.mapped(), input, bytes);
     up.flush(ctx);
 
@@ -84,7 +117,10 @@ RunResult run_plan(Context& ctx, const Problem& problem, const void* input, cons
         // The single-pass path's counters start at zero.
         if (plan.workspace_zeroed) vk.vkCmdFillBuffer(cb, workspace->buffer(), 0, VK_WHOLE_SIZE, 0);
         if (options.poison_output) vk.vkCmdFillBuffer(cb, out.buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(problem.dtype));
-        if (options.poison_output && staging.lse) vk.vkCmdFillBuffer(cb, staging.lse->buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(Dtype::f32));
+        if (options.poison_output) {
+            staging.lse.poison(vk, cb);
+            grad.sink_gradient.poison(vk, cb);
+        }
         VkMemoryBarrier to_shader{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
@@ -94,7 +130,7 @@ RunResult run_plan(Context& ctx, const Problem& problem, const void* input, cons
         const Timestamps timestamps = timer ? Timestamps{timer->pool(), 0} : Timestamps{};
         if (grad.device)
             record_backward(ctx, plan, cb, {in.buffer(), 0, bytes}, {grad.device->buffer(), 0, bytes},
-                            {out.buffer(), 0, bytes}, ws, timestamps);
+                            {out.buffer(), 0, bytes}, ws, grad.sink_gradient.range(), timestamps);
         else
             record(ctx, plan, cb, {in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, ws, staging.buffers(plan),
                    timestamps);
@@ -103,10 +139,8 @@ RunResult run_plan(Context& ctx, const Problem& problem, const void* input, cons
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
                                 &to_copy, 0, nullptr, 0, nullptr);
         vk.vkCmdCopyBuffer(cb, out.buffer(), down.buffer(), 1, &region);
-        if (staging.lse) {
-            VkBufferCopy lse_region{0, 0, plan.lse_bytes};
-            vk.vkCmdCopyBuffer(cb, staging.lse->buffer(), staging.lse_down->buffer(), 1, &lse_region);
-        }
+        staging.lse.copy_down(vk, cb);
+        grad.sink_gradient.copy_down(vk, cb);
         VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                                 VK_ACCESS_HOST_READ_BIT};
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0,
@@ -114,10 +148,8 @@ RunResult run_plan(Context& ctx, const Problem& problem, const void* input, cons
     });
     down.invalidate(ctx);
     std::memcpy(output, down.mapped(), bytes);
-    if (staging.lse_down) {
-        staging.lse_down->invalidate(ctx);
-        std::memcpy(attention.lse, staging.lse_down->mapped(), plan.lse_bytes);
-    }
+    staging.lse.read(ctx, attention.lse);
+    grad.sink_gradient.read(ctx, sink_gradient);
 
     if (timer) {
         auto ticks = timer->read_ticks();
@@ -137,9 +169,9 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
 }
 
 RunResult run_backward(Context& ctx, const Problem& problem, const void* y, const void* dy, void* dx,
-                       const RunOptions& options) {
+                       const RunOptions& options, float* sink_gradient) {
     if (!problem.backward) throw Error(ErrorKind::invalid_argument, "run_backward() takes a Problem::backward problem");
-    return run_plan(ctx, problem, y, dy, dx, options, AttentionData{});
+    return run_plan(ctx, problem, y, dy, dx, options, AttentionData{}, sink_gradient);
 }
 
 }  // namespace vksoftmax

@@ -56,6 +56,14 @@ Accuracy compare(const Problem& problem, const std::vector<double>& got, const s
 Accuracy compare_backward(const Problem& problem, const std::vector<double>& y, const std::vector<double>& dy,
                           const std::vector<double>& got, const std::vector<double>& ref);
 
+// The rows' sink gradients of a backward problem whose forward had sinks
+// (Problem::backward), against their reference, from the same y and dy:
+// -p S loses what 1 - sum y cancels, so each error is taken relative to
+// |ref| + sum_i |y_i dy_i| (log-softmax: sum_i |dy_i|), or the softmax
+// floor where that is larger, to be held to accuracy_bound()'s rel.
+Accuracy compare_sink_gradient(const Problem& problem, const std::vector<double>& y, const std::vector<double>& dy,
+                               const std::vector<double>& got, const std::vector<double>& ref);
+
 // The inputs of a backward problem as the GPU and the reference both see
 // them: y the float64 forward (softmax, or log-softmax where problem.log)
 // of `logits` (problem.shape, dense), dy normal(0, 1) drawn from `seed`,
@@ -64,6 +72,9 @@ Accuracy compare_backward(const Problem& problem, const std::vector<double>& y, 
 struct BackwardInputs {
     std::vector<double> y, dy;
 };
-BackwardInputs backward_inputs(const Problem& problem, const std::vector<double>& logits, uint32_t seed);
+// `sinks`: the forward's sink logits (one per head), where
+// problem.attention.sinks.
+BackwardInputs backward_inputs(const Problem& problem, const std::vector<double>& logits, uint32_t seed,
+                               const float* sinks = nullptr);
 
 }  // namespace vksoftmax

@@ -22,9 +22,14 @@ void softmax(const Problem& problem, const uint16_t* in, uint16_t* out, const At
 // output y and its gradient dy, dense tensors of problem.shape; dx may
 // alias either. A row's dx is NaN where y or dy holds a NaN or +-inf
 // (log-softmax: y a NaN or +inf, dy a non-finite value) or its sum is not
-// finite; a log-softmax y of -inf gives exactly k * dy.
-void softmax_backward(const Problem& problem, const double* y, const double* dy, double* dx);
-void softmax_backward(const Problem& problem, const float* y, const float* dy, float* dx);
-void softmax_backward(const Problem& problem, const uint16_t* y, const uint16_t* dy, uint16_t* dx);
+// finite; a log-softmax y of -inf gives exactly k * dy. Where the forward
+// had sinks (problem.attention.sinks), each row's sink gradient goes to
+// `sink_gradient` (one per row; required then; NaN where dx is).
+void softmax_backward(const Problem& problem, const double* y, const double* dy, double* dx,
+                      double* sink_gradient = nullptr);
+void softmax_backward(const Problem& problem, const float* y, const float* dy, float* dx,
+                      double* sink_gradient = nullptr);
+void softmax_backward(const Problem& problem, const uint16_t* y, const uint16_t* dy, uint16_t* dx,
+                      double* sink_gradient = nullptr);
 
 }  // namespace vksoftmax::cpu

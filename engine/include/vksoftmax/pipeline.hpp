@@ -65,7 +65,8 @@ struct PipelineKey {
     uint32_t mask = 0;  // AttentionMask
     bool causal = false, sinks = false, lse = false, alibi = false, mask_per_head = false;
     // The backward pass's modules (softmax_backward.comp): the same kinds,
-    // bindings 0 y, 1 dx, 2 workspace, 3 dy.
+    // bindings 0 y, 1 dx, 2 workspace, 3 dy, 4 each row's sink gradient
+    // (written with `sinks`: the forward had sinks).
     bool backward = false;
 
     std::string id() const;
@@ -101,7 +102,8 @@ uint32_t push_bytes(const PipelineKey& key);
 
 // The storage buffers of a dispatch: 0 input, 1 output, 2 workspace; the
 // attention modules also 3 mask, 4 sinks, 5 log-sum-exp; the backward
-// modules 3 the gradient dy (input y, output dx).
+// modules 3 the gradient dy (input y, output dx) and, for a forward with
+// sinks, 4 the sink gradient (out).
 constexpr uint32_t max_bindings = 6;
 struct DescriptorBuffers {
     VkDescriptorBufferInfo info[max_bindings] = {};

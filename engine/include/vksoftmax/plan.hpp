@@ -97,6 +97,9 @@ struct Plan {
     // The attention options' buffers (Problem::attention): bytes each must
     // hold; 0 where the option is off.
     uint64_t mask_bytes = 0, sinks_bytes = 0, lse_bytes = 0;
+    // A backward plan of a forward with sinks: each row's sink gradient
+    // (fp32, one per row) to write; 0 otherwise.
+    uint64_t sink_gradient_bytes = 0;
     // The debug label of the recorded work (where VK_EXT_debug_utils is on):
     // "vksoftmax softmax f32 (outer 64, axis 3000, inner 1) (subgroup-row)".
     std::string label;
@@ -159,14 +162,22 @@ void record(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const Buff
 void record_backward(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& y,
                      const BufferRange& dy, const BufferRange& dx, const BufferRange& workspace,
                      const Timestamps& timestamps = {});
+// The same for a forward with sinks (Problem::attention.sinks): also writes
+// each row's sink gradient to `sink_gradient` (plan.sink_gradient_bytes),
+// as dx is written.
+void record_backward(const Context& ctx, const Plan& plan, VkCommandBuffer cb, const BufferRange& y,
+                     const BufferRange& dy, const BufferRange& dx, const BufferRange& workspace,
+                     const BufferRange& sink_gradient, const Timestamps& timestamps = {});
 
 // One problem of a batch: its plan (made on the batch's context) and buffers
-// (a backward plan: `in` y, `gradient` dy, `out` dx).
+// (a backward plan: `in` y, `gradient` dy, `out` dx, and for a forward with
+// sinks `sink_gradient`).
 struct BatchItem {
     const Plan* plan = nullptr;
     BufferRange in, out, workspace;
     AttentionBuffers attention;
     BufferRange gradient;
+    BufferRange sink_gradient;
 };
 
 // Records independent problems with no barrier between them: every

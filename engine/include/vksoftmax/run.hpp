@@ -34,8 +34,10 @@ RunResult run(Context& ctx, const Problem& problem, const void* input, void* out
 
 // The backward pass of a Problem::backward problem: dx from the forward
 // output y and its gradient dy (each problem.shape elements of
-// problem.dtype; dx may be the memory of either).
+// problem.dtype; dx may be the memory of either). Where the forward had
+// sinks (problem.attention.sinks), each row's sink gradient is written to
+// `sink_gradient` (one float per row; required then).
 RunResult run_backward(Context& ctx, const Problem& problem, const void* y, const void* dy, void* dx,
-                       const RunOptions& options = {});
+                       const RunOptions& options = {}, float* sink_gradient = nullptr);
 
 }  // namespace vksoftmax

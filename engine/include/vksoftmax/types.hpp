@@ -84,8 +84,16 @@ struct Problem {
     //   softmax:     dx = k * y * (dy - sum_j y_j dy_j)
     //   log-softmax: dx = k * (dy - exp(y) * sum_j dy_j)
     // with k the multiplier above (ggml's soft_max_back, PyTorch's
-    // _softmax_backward_data). The attention options have no part in it
-    // (masks and sinks act through y): a backward problem sets none.
+    // _softmax_backward_data). The mask, causal mask and ALiBi act through
+    // y (a hidden element's y is 0, and so is its dx): a backward problem
+    // sets none of them, nor lse. It may set attention.sinks (with heads
+    // and query_rows as the forward's): the forward had sinks, dx is the
+    // same formula, and each row's share of the sink logit's gradient,
+    //   softmax: -p * sum_j y_j dy_j,   log-softmax: -p * sum_j dy_j,
+    // p = 1 - sum_j y_j (log-softmax: 1 - sum_j exp(y_j)) the sink's
+    // probability, is written too (fp32, one per row); head h's gradient
+    // is the sum over its rows. p is taken from y, so its error is the
+    // sum's over the stored y: absolute, not relative to p.
     bool backward = false;
 };
 

@@ -141,7 +141,12 @@ typedef struct vksm_problem {
      * the forward output y and its gradient dy, recorded with
      * vksm_record_backward(): dx = k y (dy - sum y dy), log-softmax
      * dx = k (dy - exp(y) sum dy), k = scale (1/temperature). Takes no
-     * attention options. */
+     * mask, causal mask, ALiBi or lse (they act through y). With `sinks`
+     * (and heads, query_rows as the forward's) the forward had sinks: each
+     * row's share of the sink's gradient, -p sum y dy (log-softmax:
+     * -p sum dy), p = 1 - sum y (1 - sum exp(y)), is written too, fp32 per
+     * row (vksm_record_backward_sinks()); a head's gradient is the sum over
+     * its rows. */
     int backward;
 } vksm_problem;
 
@@ -174,6 +179,8 @@ uint32_t vksm_plan_passes(vksm_plan plan);
 /* Bytes of the attention options' buffers (0 where the option is off):
  * the mask, the sinks (fp32 per head) and the log-sum-exp (fp32 per row). */
 void vksm_plan_attention_bytes(vksm_plan plan, VkDeviceSize* mask, VkDeviceSize* sinks, VkDeviceSize* lse);
+/* Bytes of a backward plan's sink gradient (fp32 per row; 0 without sinks). */
+VkDeviceSize vksm_plan_sink_gradient_bytes(vksm_plan plan);
 
 /* Records the plan into the host's command buffer (in the recording state,
  * outside a render pass). With a query pool, writes passes + 1 timestamps
@@ -193,14 +200,21 @@ vksm_result vksm_record_attention(vksm_plan plan, VkCommandBuffer command_buffer
  * input is. */
 vksm_result vksm_record_backward(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer y, vksm_buffer dy,
                                  vksm_buffer dx, vksm_buffer workspace, VkQueryPool timestamps, uint32_t first_query);
+/* vksm_record_backward() for a forward with sinks: also writes each row's
+ * sink gradient (vksm_plan_sink_gradient_bytes()), as dx is written. */
+vksm_result vksm_record_backward_sinks(vksm_plan plan, VkCommandBuffer command_buffer, vksm_buffer y,
+                                       vksm_buffer dy, vksm_buffer dx, vksm_buffer workspace,
+                                       vksm_buffer sink_gradient, VkQueryPool timestamps, uint32_t first_query);
 
 /* One problem of a batch (mask, sinks, lse: as vksm_record_attention(); a
- * backward plan: input y, gradient dy, output dx). */
+ * backward plan: input y, gradient dy, output dx, and for a forward with
+ * sinks the sink gradient). */
 typedef struct vksm_batch_item {
     vksm_plan plan;
     vksm_buffer input, output, workspace;
     vksm_buffer mask, sinks, lse;
     vksm_buffer gradient;
+    vksm_buffer sink_gradient;
 } vksm_batch_item;
 
 /* Records `count` independent problems (plans of one context) with no
