@@ -776,8 +776,9 @@ TEST_P(Embed, BackwardOnTheHostsBuffers) {
 // with a sink left y = (1/4, 1/8, 1/8) (the sink took p = 1/2), dy = (1, 0,
 // 2), scale 2: sum y dy = 1/2, dx = 2 y (dy - 1/2) = (1/4, -1/8, 3/8), the
 // sink's gradient -p 1/2 = -1/4; log-softmax (y = log of it), dy = (1, 1,
-// 1): dx = 2 (1 - 3 exp(y)) = (1/2, 5/4, 5/4), the sink's -p 3 = -3/2.
-// Then the refusal: no buffer for the sink gradient.
+// 1): dx = 2 (1 - 3 exp(y)) = (1/2, 5/4, 5/4), the sink's -p 3 = -3/2;
+// recorded alone and as a batch of one. Then the refusal: no buffer for
+// the sink gradient.
 TEST_P(Embed, BackwardSinkGradientOnTheHostsBuffers) {
     vksm_context ctx = nullptr;
     const vksm_context_desc host_desc = desc();
@@ -809,6 +810,25 @@ TEST_P(Embed, BackwardSinkGradientOnTheHostsBuffers) {
         const char* what = log ? "log-softmax" : "softmax";
         for (int i = 0; i < 3; ++i) EXPECT_NEAR(out[i], want[log][i], 1e-6) << what << " dx " << i;
         EXPECT_NEAR(*static_cast<const float*>(sink_map), log ? -1.5f : -0.25f, 1e-6) << what << ": the sink's gradient";
+        // The same through a batch of one (vksm_batch_item::sink_gradient).
+        std::memset(sink_map, 0, 4);
+        std::memset(dx_map, 0, 12);
+        vksm_batch_item item{};
+        item.plan = plan;
+        item.input = {y, 0, 12};
+        item.output = {dx, 0, 12};
+        item.gradient = {dy, 0, 12};
+        item.sink_gradient = {sink, 0, 4};
+        VkCommandBuffer batch_cb = command_buffer();
+        vkBeginCommandBuffer(batch_cb, &bi);
+        host_writes_to_shaders(batch_cb);
+        ASSERT_EQ(vksm_record_batch(&item, 1, batch_cb, VK_NULL_HANDLE, 0), VKSM_SUCCESS) << vksm_context_last_error(ctx);
+        shader_writes_to_host(batch_cb);
+        vkEndCommandBuffer(batch_cb);
+        submit({batch_cb});
+        for (int i = 0; i < 3; ++i) EXPECT_NEAR(out[i], want[log][i], 1e-6) << what << " dx " << i << ", batched";
+        EXPECT_NEAR(*static_cast<const float*>(sink_map), log ? -1.5f : -0.25f, 1e-6)
+            << what << ": the sink's gradient, batched";
         EXPECT_EQ(vksm_record_backward(plan, cb, {y, 0, 12}, {dy, 0, 12}, {dx, 0, 12}, {VK_NULL_HANDLE, 0, 0},
                                        VK_NULL_HANDLE, 0),
                   VKSM_ERROR_INVALID_ARGUMENT);
