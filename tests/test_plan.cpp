@@ -411,7 +411,8 @@ TEST(Plan, SinglePassRule) {
 
 // On NVIDIA the automatic rule takes the single-pass path for batches that
 // stay resident: at least 8 rows, 6 to 32 MiB, a grid of at most 4
-// workgroups per multiprocessor (chunks of 16384 for batches), chunks at
+// workgroups per multiprocessor (chunks of 16384 for batches, longer
+// where the rows would leave some of a power-of-two count empty), chunks at
 // least 3/4 full, and only where the device says how many multiprocessors
 // it has.
 TEST(Plan, SinglePassTakesResidentBatches) {
@@ -431,7 +432,8 @@ TEST(Plan, SinglePassTakesResidentBatches) {
         {128, 151936, Dtype::f16, Path::split},       // 39 MB: past 32 MiB
         {1, 1u << 24, Dtype::f16, Path::split},       // one row
         {4, 1u << 21, Dtype::f32, Path::split},       // 4 rows
-        {32, 151936, Dtype::f16, Path::split},        // 16 chunks of 16384 a row, 10 used
+        {32, 151936, Dtype::f16, Path::single_pass},  // 8 chunks of 20480 a row, all used
+        {32, 151936, Dtype::f32, Path::single_pass},  // 19 MB
     };
     for (const Case& c : cases) {
         const Problem p = rows_of(c.rows, c.cols, c.dtype);
@@ -443,6 +445,15 @@ TEST(Plan, SinglePassTakesResidentBatches) {
     EXPECT_EQ(batch.push.chunk, 16384u);
     EXPECT_EQ(batch.push.chunks, 8u);
     EXPECT_EQ(batch.groups, 256u);
+    // Rows of 151936 would fill 10 of 16 chunks of 16384: 8 of 20480 instead.
+    const Plan vocabulary = plan_geometry(h100, rows_of(32, 151936, Dtype::f16));
+    EXPECT_EQ(vocabulary.path, Path::single_pass);
+    EXPECT_EQ(vocabulary.push.chunk, 20480u) << "chunks of a batch the rows fill";
+    EXPECT_EQ(vocabulary.push.chunks, 8u);
+    // Chunks the rows leave a quarter empty are refused still: forced to 16384, 10 of 16 used.
+    PlanOptions sixteen;
+    sixteen.chunk_elements = 16384;
+    EXPECT_EQ(choose_path(h100, rows_of(32, 151936, Dtype::f16), sixteen), Path::split);
     // 2048 workgroups of 4096 would be past 4 per multiprocessor.
     PlanOptions small;
     small.chunk_elements = 4096;

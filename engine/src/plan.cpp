@@ -209,9 +209,10 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
 // between a chunk's statistic and its re-read, a grid the GPU holds at
 // once, so that no workgroup waits on one that has not started (a grid
 // larger than that ran up to 500x slower), and chunks that the rows fill
-// to at least 3/4 (the power-of-two chunk count can leave chunks empty:
-// f16 32x151936 in 16 chunks of 16384, 10 of them used, was 18% slower
-// than two dispatches). bench/NOTES.md, v18.
+// to at least 3/4 (a power-of-two chunk count can leave chunks empty: f16
+// 32x151936 in 16 chunks of 16384, 10 of them used, was 18% slower than
+// two dispatches; plan_single_pass() now gives such batches fewer, longer
+// chunks, and this guards the rest). bench/NOTES.md, v18 and v20.
 bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t bytes = problem.shape.elements() * dtype_size(problem.dtype);
     if (problem.shape.rows() < kSinglePassBatchRows || bytes < kSinglePassBatchMinBytes ||
@@ -389,11 +390,18 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     const uint64_t rows = problem.shape.rows();
     const uint64_t window = row_window(problem, Path::single_pass, l);
     const uint64_t least = rows >= kSinglePassBatchRows ? kSinglePassBatchChunk : kSinglePassMinChunk;
-    const uint64_t want =
+    uint64_t want =
         options.chunk_elements
             ? options.chunk_elements
             : std::max(least,
                        div_up(window, std::clamp<uint64_t>(div_up(kSinglePassTargetItems, rows), 1, kSinglePassMaxChunks)));
+    // A batch's rows fill a power-of-two count of chunks (the count the
+    // shader takes; set_chunks() rounds any other up, leaving chunks empty):
+    // fewer, longer chunks where the count is not one already (f32
+    // 32x151936 in 8 chunks of 20480 17.3-17.7 us, in 16 of 16384, 10 used,
+    // 18.9; bench/NOTES.md, v20).
+    if (!options.chunk_elements && rows >= kSinglePassBatchRows)  // at most 2^32 / 16384 chunks: 32 bits hold the count
+        want = div_up(window, floor_pow2(static_cast<uint32_t>(div_up(window, want))));
     const uint64_t per_slot = 4ull * g.workgroup_size;
     g.slots = want <= kSinglePassHeldSlots * per_slot
                   ? slots_for(problem, Path::single_pass, l, div_up(want, per_slot), kSinglePassHeldSlots)
