@@ -79,7 +79,9 @@ constexpr uint64_t kSinglePassMinChunk = 4096;
 // registers x 256 invocations, 5 workgroups each) the chunks of 4096 that
 // single rows prefer made grids of 1024 that the GPU could not hold at once
 // (f32 32x128256: chunks of 4096 22.3 us, 8192 15.0, 16384 14.8; 16x524288
-// at 8 slots of 8192 42.1, 16384 34.5; bench/NOTES.md, v18).
+// at 8 slots of 8192 42.1, 16384 34.5; bench/NOTES.md, v18); longer
+// where the rows would leave some of a power-of-two count of chunks empty
+// (plan_single_pass(): rows of 151936 in 8 of 20480, v20).
 constexpr uint64_t kSinglePassBatchRows = 8;
 constexpr uint64_t kSinglePassBatchChunk = 16384;
 // Where the automatic rule takes the path on NVIDIA (resident_batch() in
