@@ -21,7 +21,7 @@ struct SideOutput {
     SideOutput(Context& ctx, uint64_t size, const char* what) : bytes(size) {
         if (!bytes) return;
         device = std::make_unique<Buffer>(ctx, bytes, MemoryKind::device, what);
-        down = std::make_unique<Buffer>(ctx, bytes, MemoryKind::readback, (std::string(what) + " staging").c_str());
+        down = std::make_unique<Buffer>(ctx, bytes, MemoryKind::readback, std::string(what) + " staging");
     }
     BufferRange range() const { return device ? BufferRange{device->buffer(), 0, bytes} : BufferRange{}; }
     void poison(const DeviceFunctions& vk, VkCommandBuffer cb) const {
