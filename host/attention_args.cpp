@@ -14,11 +14,6 @@
 namespace vksoftmax::cli {
 namespace {
 
-// Dimension k from the end of `dims` (1 past its rank).
-uint64_t dim_from_end(const std::vector<uint64_t>& dims, size_t k) {
-    return dims.size() >= k ? dims[dims.size() - k] : 1;
-}
-
 // The mask file: float32, float16 or bfloat16 (other types converted to float32),
 // at most 4-D, its last dimension the input's n.
 void read_mask(const std::string& path, uint64_t n, AttentionInputs& in) {

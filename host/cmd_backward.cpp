@@ -59,10 +59,9 @@ Problem problem_for(const BackwardArgs& a, const Tensor& y, const Tensor& dy) {
             throw Error(ErrorKind::invalid_argument,
                         "--sink-gradient needs the backward pass along the last axis of a C-order tensor");
         // y as (batch, heads, query rows, n), as `vksoftmax run` reads its sinks' input.
-        auto dim_from_end = [&](size_t k) { return y.dims.size() >= k ? y.dims[y.dims.size() - k] : 1; };
         p.attention.sinks = true;
-        p.attention.query_rows = dim_from_end(2);
-        p.attention.heads = a.heads ? a.heads : dim_from_end(3);
+        p.attention.query_rows = dim_from_end(y.dims, 2);
+        p.attention.heads = a.heads ? a.heads : dim_from_end(y.dims, 3);
         attention_layout(p);  // heads x query rows against the rows: the engine's rule and message
     } else if (a.heads) {
         throw Error(ErrorKind::invalid_argument, "--heads is for --sink-gradient");

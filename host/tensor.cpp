@@ -69,6 +69,10 @@ npy::Kind npy_kind(Dtype dtype) {
     return dtype == Dtype::f32 ? npy::Kind::f32 : dtype == Dtype::f16 ? npy::Kind::f16 : npy::Kind::bf16;
 }
 
+uint64_t dim_from_end(const std::vector<uint64_t>& dims, size_t k) {
+    return dims.size() >= k ? dims[dims.size() - k] : 1;
+}
+
 Shape memory_shape(const Tensor& t, int axis) {
     if (!t.fortran_order || t.dims.empty()) return shape_for_axis(t.dims, axis);
     const int rank = static_cast<int>(t.dims.size());

@@ -25,6 +25,10 @@ Tensor load_tensor(const std::string& path);
 // The .npy element kind a tensor of `dtype` is written as (bf16: '<V2').
 npy::Kind npy_kind(Dtype dtype);
 
+// Dimension k from the end of `dims` (1 past its rank): an attention
+// tensor's query rows (k = 2) and heads (k = 3).
+uint64_t dim_from_end(const std::vector<uint64_t>& dims, size_t k);
+
 // The (outer, axis, inner) view of the data in memory for softmax along
 // `axis` of the array's logical shape. A Fortran-order (a, b, c) array is
 // a C-order (c, b, a) one, so its axis k is memory axis rank - 1 - k.

@@ -21,6 +21,19 @@ void add_error(Accuracy& a, uint64_t at, double got, double ref, double err, dou
     a.worst_ref = ref;
 }
 
+// The size of what a backward row's sum adds up: sum |y dy| (log-softmax:
+// sum |dy|), for the row starting at `base`.
+double row_magnitude(const Problem& problem, const std::vector<double>& y, const std::vector<double>& dy,
+                     uint64_t base) {
+    const Shape& s = problem.shape;
+    double magnitude = 0;
+    for (uint64_t i = 0; i < s.axis; ++i) {
+        const uint64_t at = base + i * s.inner;
+        magnitude += problem.log ? std::fabs(dy[at]) : std::fabs(y[at] * dy[at]);
+    }
+    return magnitude;
+}
+
 }  // namespace
 
 bool Accuracy::within(double rel_tol, double abs_tol) const {
@@ -118,11 +131,7 @@ Accuracy compare_backward(const Problem& problem, const std::vector<double>& y, 
     Accuracy a;
     for (uint64_t row = 0; row < s.rows(); ++row) {
         const uint64_t base = s.row_start(row);
-        double magnitude = 0;  // sum |y dy| (log-softmax: sum |dy|)
-        for (uint64_t i = 0; i < s.axis; ++i) {
-            const uint64_t at = base + i * s.inner;
-            magnitude += problem.log ? std::fabs(dy[at]) : std::fabs(y[at] * dy[at]);
-        }
+        const double magnitude = row_magnitude(problem, y, dy, base);
         for (uint64_t i = 0; i < s.axis; ++i) {
             const uint64_t at = base + i * s.inner;
             const double g = got[at], r = ref[at];
@@ -148,12 +157,7 @@ Accuracy compare_sink_gradient(const Problem& problem, const std::vector<double>
     const Shape& s = problem.shape;
     Accuracy a;
     for (uint64_t row = 0; row < s.rows(); ++row) {
-        const uint64_t base = s.row_start(row);
-        double magnitude = 0;
-        for (uint64_t i = 0; i < s.axis; ++i) {
-            const uint64_t at = base + i * s.inner;
-            magnitude += problem.log ? std::fabs(dy[at]) : std::fabs(y[at] * dy[at]);
-        }
+        const double magnitude = row_magnitude(problem, y, dy, s.row_start(row));
         const double g = got[row], r = ref[row];
         if (!std::isfinite(r) || !std::isfinite(g)) {
             if (!(std::isnan(r) && std::isnan(g))) ++a.nonfinite_mismatches;
