@@ -186,9 +186,9 @@ TEST(Plan, OddRowsTakeVectors) {
 }
 
 // A workgroup row is held in up to 16 slots per invocation, in the smallest
-// power-of-two workgroup of at least 4 subgroups that holds it; fp16 rows
-// past 16 elements per invocation of the largest workgroup are read in
-// tiles of 4 slots.
+// power-of-two workgroup of at least 4 subgroups that holds it; forward
+// fp16 rows past 16 elements per invocation of the largest workgroup are
+// read in tiles of 4 slots.
 TEST(Plan, WorkgroupRows) {
     const DeviceInfo d = h200();
     const Plan f32 = plan_geometry(d, rows_of(1024, 32768));
@@ -220,6 +220,29 @@ TEST(Plan, WorkgroupRows) {
     Problem backward = rows_of(65536, 2048);
     backward.backward = true;
     EXPECT_EQ(plan_geometry(d, backward).key[0].workgroup_size, 128u) << "backward f32 65536x2048";
+    // The backward pass holds rows of 32768 whole at 1024 x 8 slots in every
+    // storage type (y and dy: 64 floats an invocation) where they make one
+    // and a half waves of the multiprocessors (132 here: 198 rows), and reads
+    // fewer, or rows on a device that does not count its multiprocessors, in
+    // tiles of 4 slots.
+    DeviceInfo counted = d;
+    counted.multiprocessors = 132;
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+        for (uint64_t rows : {1, 132, 197, 198, 256, 1024}) {
+            Problem longest = rows_of(rows, 32768, dt);
+            longest.backward = true;
+            const bool whole = rows >= 198;
+            const Plan plan = plan_geometry(counted, longest);
+            const std::string which = std::string("backward ") + dtype_name(dt) + " " + std::to_string(rows) +
+                                      "x32768 on 132 multiprocessors";
+            EXPECT_EQ(plan.key[0].kind, whole ? ShaderKind::row_in_registers : ShaderKind::row_in_tiles)
+                << which << (whole ? ": read in tiles" : ": held whole");
+            EXPECT_EQ(plan.key[0].workgroup_size, 1024u) << which;
+            EXPECT_EQ(plan.key[0].slots, whole ? 8u : 4u) << which;
+            EXPECT_EQ(plan_geometry(d, longest).key[0].kind, ShaderKind::row_in_tiles)
+                << which << " with no multiprocessor count: held whole";
+        }
+    }
 
     // 12888 fp16: slot counts rounded up to even, for 16-byte accesses.
     const Plan even = plan_geometry(d, rows_of(1280, 12888, Dtype::f16));

@@ -38,10 +38,25 @@ constexpr uint32_t kRowSlotsAtMaxWorkgroup = 8;
 // 1024x32768: 75.0 us whole, 85.8 in two tiles) and are held whole.
 constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
 // The backward pass holds y and dy: half the forward's slots each, so
-// that an invocation holds the same 64 floats (kMaxSlots), and at the
-// largest workgroup the tiles of kHalfRowSlotsAtMaxWorkgroup slots, as an
-// fp16 row's (the register file's limits, not measured apart).
+// that an invocation holds the same 64 floats (kMaxSlots), whatever the
+// storage type.
 constexpr uint32_t kBackwardMaxSlots = kMaxSlots / 2;
+// At the largest workgroup it holds rows whole rather than in tiles of
+// kHalfRowSlotsAtMaxWorkgroup where the rows make at least this many waves
+// of the multiprocessors, a row each (known on NVIDIA: elsewhere, tiles).
+// H100 (132 multiprocessors), us, whole against tiles:
+// - f32 1024x32768 151.0 against 172.0, 512x20000 46.1 against 50.9,
+//   264x32768 45.0 against 47.9 (263 rows), 256x24576 30.6 against 32.3;
+//   f16 72.5 against 75.1, 26.6 against 33.2, 14.1 against 14.6; bf16 and
+//   log-softmax alike. At 1024 x 8 slots the f32 module holds 64 registers
+//   and spills 80 bytes.
+// - at one and a half waves it is level (200x32000: f32 36.6 against 37.4,
+//   f16 15.8 against 15.6);
+// - fewer rows are mixed, so they keep the tiles: f32 128x32000 23.0
+//   against 18.8, 133x32768 27.3 against 22.9, 1x32768 8.0 against 7.8;
+//   f16 1x32768 6.1 against 6.4, 128x32000 8.7 against 8.6 (log-softmax
+//   9.4 against 8.6).
+constexpr double kBackwardWholeRowWaves = 1.5;
 // A subgroup owns rows up to 32 x subgroup size (1024 floats at 32) and
 // needs no barrier at all.
 constexpr uint32_t kSubgroupRowSlots = 8;
