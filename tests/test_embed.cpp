@@ -202,6 +202,14 @@ protected:
         vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr, 0,
                              nullptr);
     }
+    // A command buffer from a pool of its own, begun.
+    VkCommandBuffer begun_command_buffer() {
+        const VkCommandBuffer cb = command_buffer();
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        EXPECT_EQ(vkBeginCommandBuffer(cb, &bi), VK_SUCCESS);
+        return cb;
+    }
+
     VkCommandBuffer command_buffer() {
         VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
         pci.queueFamilyIndex = family_;
@@ -299,7 +307,7 @@ TEST_P(Embed, RecordsIntoTheHostsCommandBufferAtOffsets) {
         threads.emplace_back([&, i] {
             Job& j = jobs[i];
             VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-            vkBeginCommandBuffer(j.cb, &bi);
+            EXPECT_EQ(vkBeginCommandBuffer(j.cb, &bi), VK_SUCCESS);
             // Work before: poison the output and the workspace with a transfer.
             vkCmdFillBuffer(j.cb, j.buf, j.out_off, j.bytes, 0x7fc00000u);
             vkCmdFillBuffer(j.cb, j.ws, 0, VK_WHOLE_SIZE, 0xdeadbeefu);
@@ -376,9 +384,7 @@ TEST_P(Embed, ContextsFromSeveralThreads) {
 
     std::mt19937 rng(11);
     std::normal_distribution<float> logits(0.f, 4.f);
-    VkCommandBuffer cb = command_buffer();
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    vkBeginCommandBuffer(cb, &bi);
+    const VkCommandBuffer cb = begun_command_buffer();
     VkMemoryBarrier host_writes{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_HOST_WRITE_BIT,
                                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
     vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &host_writes, 0,
@@ -495,9 +501,7 @@ TEST_P(Embed, MisuseIsRefused) {
     void* map = nullptr;
     const VkBuffer buf = buffer(2 * bytes + 4 * align_, &map);
     const VkBuffer ws = buffer(ws_size + ws_align, &map);
-    VkCommandBuffer cb = command_buffer();
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    vkBeginCommandBuffer(cb, &bi);
+    const VkCommandBuffer cb = begun_command_buffer();
     const vksm_buffer in{buf, 0, bytes}, out{buf, bytes + align_ - bytes % align_, bytes}, work{ws, 0, ws_size};
     struct Case {
         const char* what;
@@ -564,9 +568,7 @@ TEST_P(Embed, BatchRecordsIndependentProblems) {
 
     vksm_batch_item overlapping[2] = {items[0], items[2]};
     overlapping[1].output.offset = out_off[0] + align_;  // inside problem 0's output
-    VkCommandBuffer cb = command_buffer();
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    vkBeginCommandBuffer(cb, &bi);
+    const VkCommandBuffer cb = begun_command_buffer();
     EXPECT_EQ(vksm_record_batch(overlapping, 2, cb, VK_NULL_HANDLE, 0), VKSM_ERROR_INVALID_ARGUMENT)
         << "outputs overlapping within one buffer were accepted";
     EXPECT_NE(std::strstr(vksm_context_last_error(ctx), "batch problems 0 and 1 overlap"), nullptr)
@@ -613,9 +615,7 @@ TEST_P(Embed, TimestampsIntoTheHostsQueryPool) {
     vksm_plan_workspace(plan, &ws_size, &ws_align);
     VkBuffer w = buffer(ws_size, &wmap);
     std::memset(map, 0, bytes);  // a constant row: the output is 1 / cols everywhere
-    VkCommandBuffer cb = command_buffer();
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    vkBeginCommandBuffer(cb, &bi);
+    const VkCommandBuffer cb = begun_command_buffer();
     vkCmdResetQueryPool(cb, qp, 0, 8);
     host_writes_to_shaders(cb);
     const VkDeviceSize out = (bytes + align_ - 1) / align_ * align_ + align_;
@@ -673,9 +673,7 @@ TEST_P(Embed, AttentionOptionsOnTheHostsBuffers) {
     std::memcpy(m_map, mask, sizeof mask);
     const float sinks[2] = {-inf, 0.0f};  // head 0: none; head 1: one more e^0
     std::memcpy(s_map, sinks, sizeof sinks);
-    VkCommandBuffer cb = command_buffer();
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    vkBeginCommandBuffer(cb, &bi);
+    const VkCommandBuffer cb = begun_command_buffer();
     host_writes_to_shaders(cb);
     ASSERT_EQ(vksm_record_attention(plan, cb, {x, 0, 64}, {y, 0, 64}, {VK_NULL_HANDLE, 0, 0}, {m, 0, mask_bytes},
                                     {s, 0, sinks_bytes}, {l, 0, lse_bytes}, VK_NULL_HANDLE, 0),
@@ -744,9 +742,7 @@ TEST_P(Embed, BackwardOnTheHostsBuffers) {
         void *y_map, *dy_map, *dx_map;
         VkBuffer y = buffer(12, &y_map), dy = buffer(12, &dy_map), dx = buffer(12, &dx_map);
         write_row_of_3(log, {0.5f, 0.25f, 0.25f}, y_map, dy_map);
-        VkCommandBuffer cb = command_buffer();
-        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        vkBeginCommandBuffer(cb, &bi);
+        const VkCommandBuffer cb = begun_command_buffer();
         host_writes_to_shaders(cb);
         ASSERT_EQ(vksm_record_backward(plan, cb, {y, 0, 12}, {dy, 0, 12}, {dx, 0, 12}, {VK_NULL_HANDLE, 0, 0},
                                        VK_NULL_HANDLE, 0),
@@ -794,9 +790,7 @@ TEST_P(Embed, BackwardSinkGradientOnTheHostsBuffers) {
         VkBuffer y = buffer(12, &y_map), dy = buffer(12, &dy_map), dx = buffer(12, &dx_map),
                  sink = buffer(4, &sink_map);
         write_row_of_3(log, {0.25f, 0.125f, 0.125f}, y_map, dy_map);
-        VkCommandBuffer cb = command_buffer();
-        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        vkBeginCommandBuffer(cb, &bi);
+        const VkCommandBuffer cb = begun_command_buffer();
         host_writes_to_shaders(cb);
         ASSERT_EQ(vksm_record_backward_sinks(plan, cb, {y, 0, 12}, {dy, 0, 12}, {dx, 0, 12}, {VK_NULL_HANDLE, 0, 0},
                                              {sink, 0, 4}, VK_NULL_HANDLE, 0),
@@ -819,8 +813,7 @@ TEST_P(Embed, BackwardSinkGradientOnTheHostsBuffers) {
         item.output = {dx, 0, 12};
         item.gradient = {dy, 0, 12};
         item.sink_gradient = {sink, 0, 4};
-        VkCommandBuffer batch_cb = command_buffer();
-        vkBeginCommandBuffer(batch_cb, &bi);
+        const VkCommandBuffer batch_cb = begun_command_buffer();
         host_writes_to_shaders(batch_cb);
         ASSERT_EQ(vksm_record_batch(&item, 1, batch_cb, VK_NULL_HANDLE, 0), VKSM_SUCCESS) << vksm_context_last_error(ctx);
         shader_writes_to_host(batch_cb);
@@ -960,9 +953,7 @@ TEST_P(Embed, NamesPipelinesAndLabelsRecordedWork) {
         const VkDeviceSize bytes = vksm_plan_tensor_bytes(plan);
         void* map = nullptr;
         const VkBuffer in = buffer(bytes, &map), out = buffer(bytes, &map), work = buffer(ws, &map);
-        const VkCommandBuffer cb = command_buffer();
-        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        ASSERT_EQ(vkBeginCommandBuffer(cb, &bi), VK_SUCCESS);
+        const VkCommandBuffer cb = begun_command_buffer();
         ASSERT_EQ(vksm_record(plan, cb, {in, 0, bytes}, {out, 0, bytes}, {work, 0, ws}, VK_NULL_HANDLE, 0), VKSM_SUCCESS);
         ASSERT_EQ(vkEndCommandBuffer(cb), VK_SUCCESS);
         const DebugCalls& calls = debug_calls();
