@@ -335,6 +335,15 @@ void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const O
     });
 }
 
+// The plan's window of the shared workspace (none where it needs none).
+// The cases before left partials, flags and counts in it; a single-pass
+// plan's first call needs it zero.
+BufferRange workspace_for(Context& ctx, const Plan& plan, const Buffers& buffers) {
+    if (!plan.workspace_bytes) return {};
+    if (plan.workspace_zeroed) fill(ctx, *buffers.workspace, 0);
+    return {buffers.workspace->buffer(), 0, plan.workspace_bytes};
+}
+
 // The backward pass of the case: y the float64 softmax of fresh logits and
 // dy normal(0, 1), both in the storage type; one call checked against the
 // backward reference, then timed over 3 x tensor bytes.
@@ -358,9 +367,7 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     const BufferRange y_range{buffers->in->buffer(), 0, plan.tensor_bytes};
     const BufferRange dy_range{buffers->gradient->buffer(), 0, plan.tensor_bytes};
     const BufferRange dx_range{buffers->out->buffer(), 0, plan.tensor_bytes};
-    const BufferRange workspace = plan.workspace_bytes
-                                      ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
-                                      : BufferRange{};
+    const BufferRange workspace = workspace_for(ctx, plan, *buffers);
     std::unique_ptr<Buffer> sink_gradient;
     if (plan.sink_gradient_bytes)
         sink_gradient = std::make_unique<Buffer>(ctx, plan.sink_gradient_bytes, MemoryKind::device, "sink gradient");
@@ -413,13 +420,8 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
     if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
     upload(ctx, *buffers->in, logits.bytes.data(), logits.bytes.size());
     const BufferRange in{buffers->in->buffer(), 0, plan.tensor_bytes}, out{buffers->out->buffer(), 0, plan.tensor_bytes};
-    const BufferRange workspace = plan.workspace_bytes
-                                      ? BufferRange{buffers->workspace->buffer(), 0, plan.workspace_bytes}
-                                      : BufferRange{};
+    const BufferRange workspace = workspace_for(ctx, plan, *buffers);
     auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace, attention); };
-    // The cases before left partials, flags and counts in the shared
-    // workspace; a single-pass plan's first call needs it zero.
-    if (plan.workspace_zeroed) fill(ctx, *buffers->workspace, 0);
     check_one_call(ctx, plan, logits, *buffers->out, call, mask.data(), row);
     row.t = time_calls(ctx, o, row.bytes, call);
     if (plan.passes == 2) {
