@@ -18,49 +18,6 @@
 
 #include "softmax_tiles.glsl"
 
-// The group's sum, known to every lane. group_add()'s shared slots may be
-// written again once the next reduction's barrier has passed; forward rows
-// alternate two reductions, this pass takes sums back to back, so each
-// ends with a barrier of its own.
-float group_sum(float v) {
-    v = group_add(v);
-    if (!SUBGROUP_ROWS) barrier();
-    return v;
-}
-
-// The tile at tile_begin of the span: dy into grads, y into slots.
-void load_pair(Span row, uint tile_begin, uint lanes, uint lane) {
-    load_tile(row, tile_begin, lanes, lane, true);
-    for (uint j = 0u; j < SLOTS; ++j) grads[j] = slots[j];
-    load_tile(row, tile_begin, lanes, lane, false);
-}
-
-// The row's sum as the tile functions take a statistic.
-VksmStat sum_stat(float sum) { return VksmStat(0.0, sum, VKSM_F_FINITE); }
-
-// The group's sum over the span from `begin` to its end, tile by tile,
-// and with SINKS its mass (lane_mass()): (sum, mass).
-vec2 span_sum(Span row, uint begin, uint tile, uint lanes, uint lane) {
-    float s = 0.0, mass = 0.0;
-    for (uint t0 = begin; t0 < row.end; t0 += tile) {
-        load_pair(row, t0, lanes, lane);
-        s += lane_sum(0u, SLOTS);
-        if (SINKS) mass += lane_mass(0u, SLOTS);
-    }
-    s = group_sum(s);
-    return vec2(s, SINKS ? group_sum(mass) : 0.0);
-}
-
-// Writes dx over the span from `begin` given the row's sum, re-reading y
-// and dy last tile first (the likeliest to be in L2 still).
-void span_write_gradient(Span row, uint begin, uint tile, uint lanes, uint lane, float sum) {
-    for (uint t = (row.end - begin + tile - 1u) / tile; t > 0u; --t) {
-        uint t0 = begin + (t - 1u) * tile;
-        load_pair(row, t0, lanes, lane);
-        write_tile(row, t0, lanes, lane, sum_stat(sum), false);
-    }
-}
-
 // KIND_ROWS_PER_SLOT: rows r0 .. r0 + SLOTS - 1, row r0 + j in slot j; a
 // slot past the last row re-reads the last row and stores nothing.
 void rows_per_slot(uint r0, uint lanes, uint lane) {

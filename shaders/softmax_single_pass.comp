@@ -36,6 +36,10 @@
 // side by side, the partials arrive within the patience and nothing is
 // read twice.
 //
+// Built with BACKWARD, it is the backward pass (softmax_backward.glsl):
+// a chunk's partial is its sum in d and, with SINKS, its mass in m, as
+// the split path's; partials add, and the chunk's output is its dx.
+//
 // The workspace (zero before a plan's first dispatch): two banks of 16
 // bytes per chunk {~m, ~d, flags | PUBLISHED, unused}, then one count per
 // row.
@@ -43,6 +47,46 @@
 #include "softmax_common.glsl"
 
 #include "softmax_tiles.glsl"
+
+// What a partial is, how partials merge, and how a chunk is written, for
+// each pass.
+#ifdef BACKWARD
+VksmStat chunk_stat(Span chunk, uint begin, uint tile, uint lanes, uint lane) {
+    vec2 s = span_sum(chunk, begin, tile, lanes, lane);
+    return VksmStat(s.y, s.x, VKSM_F_FINITE);
+}
+VksmStat partial_empty() { return VksmStat(0.0, 0.0, VKSM_F_FINITE); }
+// A NaN sum (a non-finite y or dy in its chunk) stays NaN, and makes the
+// row's dx NaN.
+VksmStat partial_merge(VksmStat a, VksmStat b) { return VksmStat(a.m + b.m, a.d + b.d, VKSM_F_FINITE); }
+VksmStat group_partial(VksmStat s) { return VksmStat(SINKS ? group_sum(s.m) : 0.0, group_sum(s.d), s.f); }
+// The row's first chunk writes its sink gradient.
+VksmStat complete_row(uint r, VksmStat s, bool writer) {
+    if (writer) write_sink_gradient(r, 0u, s.d, s.m);
+    return s;
+}
+void write_held_chunk(Span chunk, uint begin, uint lanes, uint lane, VksmStat s) {
+    write_tile(chunk, begin, lanes, lane, sum_stat(s.d), false);
+}
+void write_chunk(Span chunk, uint begin, uint tile, uint lanes, uint lane, VksmStat s) {
+    span_write_gradient(chunk, begin, tile, lanes, lane, s.d);
+}
+#else
+VksmStat chunk_stat(Span chunk, uint begin, uint tile, uint lanes, uint lane) {
+    return span_stat(chunk, begin, tile, lanes, lane);
+}
+VksmStat partial_empty() { return vksm_stat_empty(); }
+VksmStat partial_merge(VksmStat a, VksmStat b) { return vksm_stat_merge(a, b); }
+VksmStat group_partial(VksmStat s) { return group_stat(s); }
+// The row's statistic with its sink; chunk 0 stores its log-sum-exp.
+VksmStat complete_row(uint r, VksmStat s, bool writer) { return FINISH_ROW(r, s, writer); }
+void write_held_chunk(Span chunk, uint begin, uint lanes, uint lane, VksmStat s) {
+    write_tile(chunk, begin, lanes, lane, s, false);
+}
+void write_chunk(Span chunk, uint begin, uint tile, uint lanes, uint lane, VksmStat s) {
+    span_write(chunk, begin, tile, lanes, lane, s);
+}
+#endif
 
 // The workspace as 32-bit words, every access atomic.
 layout(std430, binding = 2) coherent buffer Words { uint word[]; };
@@ -127,7 +171,7 @@ void publish_missing(uint r, uint generation, uint tile, uint lanes, uint lane) 
         // Every invocation has read it before invocation 0 writes the next.
         barrier();
         if (!ready) {
-            VksmStat s = span_stat(chunk_span(r, c), c * pc.chunk, tile, lanes, lane);
+            VksmStat s = chunk_stat(chunk_span(r, c), c * pc.chunk, tile, lanes, lane);
             if (lane == 0u) publish(item, s, generation);
         }
     }
@@ -144,7 +188,7 @@ VksmStat gather_row(uint r, uint generation, uint own, VksmStat own_stat, uint t
     helped = false;
     if (lane == 0u) shared_any[0] = shared_any[1] = 0u;
     barrier();
-    VksmStat acc = vksm_stat_empty();
+    VksmStat acc = partial_empty();
     // Chunks lane + k * lanes still to merge (the plan keeps chunks <= 32 x lanes).
     uint pending = 0u;
     for (uint k = 0u; lane + k * lanes < pc.chunks; ++k) pending |= 1u << k;
@@ -154,7 +198,7 @@ VksmStat gather_row(uint r, uint generation, uint own, VksmStat own_stat, uint t
             uint c = lane + k * lanes;
             VksmStat p = own_stat;
             if (c != own && !published(r * pc.chunks + c, generation, p)) continue;
-            acc = vksm_stat_merge(acc, p);
+            acc = partial_merge(acc, p);
             pending &= ~(1u << k);
         }
         if (!workgroup_any(pending != 0u, round)) break;
@@ -163,7 +207,7 @@ VksmStat gather_row(uint r, uint generation, uint own, VksmStat own_stat, uint t
             helped = true;
         }
     }
-    return group_stat(acc);
+    return group_partial(acc);
 }
 
 // This dispatch's generation of row r, read before the workgroup counts
@@ -183,14 +227,13 @@ void main() MAIN_ATTRIBUTES {
         Span chunk = chunk_span(r, c);
         // Read while the chunk loads; span_stat's barriers pass it on.
         if (lane == 0u) shared_generation = row_generation(r);
-        VksmStat own = span_stat(chunk, c * pc.chunk, tile, lanes, lane);
+        VksmStat own = chunk_stat(chunk, c * pc.chunk, tile, lanes, lane);
         uint generation = shared_generation;
         if (lane == 0u) publish(item, own, generation);
         bool helped;
-        // The row's statistic with its sink; chunk 0 stores its log-sum-exp.
-        VksmStat s = FINISH_ROW(r, gather_row(r, generation, c, own, tile, lanes, lane, helped), c == 0u && lane == 0u);
-        if (held && !helped) write_tile(chunk, c * pc.chunk, lanes, lane, s, false);
-        else span_write(chunk, c * pc.chunk, tile, lanes, lane, s);
+        VksmStat s = complete_row(r, gather_row(r, generation, c, own, tile, lanes, lane, helped), c == 0u && lane == 0u);
+        if (held && !helped) write_held_chunk(chunk, c * pc.chunk, lanes, lane, s);
+        else write_chunk(chunk, c * pc.chunk, tile, lanes, lane, s);
         if (lane == 0u) {
             clear_next(item, generation);
             atomicAdd(word[done_word(r)], 1u, gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed);

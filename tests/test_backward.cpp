@@ -76,11 +76,26 @@ PlanOptions on_path(Path path, uint32_t slots = 0, uint32_t chunk = 0) {
     return o;
 }
 
+// The single-pass path forced: chunks of `chunk` elements (rounded up to
+// whole tiles), and `patience` polling rounds before a workgroup computes
+// missing partials itself (0: the plan's).
+PlanOptions single_pass(uint32_t chunk, uint32_t patience = 0) {
+    PlanOptions o = on_path(Path::single_pass, 0, chunk);
+    o.single_pass = SinglePass::allowed;
+    o.single_pass_patience = patience;
+    return o;
+}
+
+bool has_single_pass(const DeviceInfo& d) { return single_pass_rule(d, SinglePass::allowed).allowed; }
+
 // Every kind of dispatch: short rows one per slot (a few lanes each where
 // the device has shuffles), subgroup rows, workgroup rows in registers and
 // in tiles (one slot: a tile shorter than the row), rows not a multiple of
-// the vector width (windows), strided rows where `strided`, and the split
-// path with chunks of 64 (several per row).
+// the vector width (windows), strided rows where `strided`, the split
+// path with chunks of 64 (several per row), and where the device has the
+// single-pass path: chunks of one tile held in registers (5 of 8 chunks
+// used), chunks of three tiles re-read (4 chunks, the last empty), and
+// patience 1, where workgroups compute their row's partials themselves.
 std::vector<Geometry> every_kind(const DeviceInfo& d, bool strided) {
     const bool subgroups = d.subgroup_arithmetic();
     std::vector<Geometry> geometries = {
@@ -93,6 +108,12 @@ std::vector<Geometry> every_kind(const DeviceInfo& d, bool strided) {
         {"split", 3, 5000, 1, on_path(Path::split, 0, 64), ShaderKind::split_statistics},
     };
     if (strided) geometries.push_back({"strided rows", 6, 300, 3, on_path(Path::workgroup_row), ShaderKind::row_in_registers});
+    if (has_single_pass(d)) {
+        geometries.push_back({"single pass, held chunks", 3, 5000, 1, single_pass(1), ShaderKind::single_pass});
+        geometries.push_back({"single pass, chunks re-read", 3, 30001, 1, single_pass(9000), ShaderKind::single_pass});
+        geometries.push_back({"single pass, partials computed by the waiting", 3, 5003, 1, single_pass(1, 1),
+                              ShaderKind::single_pass});
+    }
     return geometries;
 }
 
@@ -137,7 +158,8 @@ TEST_F(BackwardTest, EveryKindAgainstTheReference) {
         const Bound b = accuracy_bound(p.dtype, p.log);
         EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << g.what << ", " << describe(p, g.options) << ": " << o.acc.describe();
     };
-    EXPECT_EQ(on_every_case(every_kind(ctx().info(), true), check), full_sweeps() ? 36u : 18u) << "cases run";
+    const uint64_t kinds = every_kind(ctx().info(), true).size();
+    EXPECT_EQ(on_every_case(every_kind(ctx().info(), true), check), (full_sweeps() ? 6u : 3u) * kinds) << "cases run";
 }
 
 // Closed forms (fp32, every path): a constant dy gives dx = 0 within the
@@ -148,7 +170,11 @@ TEST_F(BackwardTest, ClosedForms) {
     const DeviceInfo& d = ctx().info();
     std::vector<PlanOptions> paths = {on_path(Path::workgroup_row), on_path(Path::split, 0, 64)};
     if (d.subgroup_arithmetic()) paths.push_back(on_path(Path::subgroup_row));
-    const uint64_t n = 200;
+    if (has_single_pass(d)) paths.push_back(single_pass(1));
+    // Longer than the single-pass chunks of one tile (1024 elements: 256
+    // lanes of one vec4 slot), so that its rows take three, and row 3's NaN
+    // is in one of them only.
+    const uint64_t n = 2200;
     for (const PlanOptions& o : paths)
         for (bool log : {false, true}) {
             Problem p = backward_problem(4, n, Dtype::f32, log);
@@ -239,17 +265,20 @@ TEST_F(BackwardTest, SinkGradientOnEveryKind) {
         EXPECT_TRUE(o.dx.acc.within(b.rel, 0.0)) << what << ", dx: " << o.dx.acc.describe();
         EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << what << ", sink gradient: " << o.acc.describe();
     };
-    EXPECT_EQ(on_every_case(every_kind(ctx().info(), false), check), full_sweeps() ? 30u : 15u) << "cases run";
+    const uint64_t kinds = every_kind(ctx().info(), false).size();
+    EXPECT_EQ(on_every_case(every_kind(ctx().info(), false), check), (full_sweeps() ? 6u : 3u) * kinds) << "cases run";
 }
 
-// The sinks' gradient in closed form (fp32, the workgroup and split
-// paths): a row the forward hid entirely (every logit -inf, the sink
+// The sinks' gradient in closed form (fp32, the workgroup, split and,
+// where the device has it, single-pass paths): a row the forward hid entirely (every logit -inf, the sink
 // finite) has y = 0 and gives exactly 0 (log-softmax: y = -inf, p = 1,
 // exactly -sum dy); a head whose sink is -inf gives about 0 (p = 1 - sum y,
 // within fp32 rounding); a NaN in dy gives NaN.
 TEST_F(BackwardTest, SinkGradientClosedForms) {
     const uint64_t n = 300;
-    for (const PlanOptions& o : {on_path(Path::workgroup_row), on_path(Path::split, 0, 64)})
+    std::vector<PlanOptions> paths = {on_path(Path::workgroup_row), on_path(Path::split, 0, 64)};
+    if (has_single_pass(ctx().info())) paths.push_back(single_pass(1));
+    for (const PlanOptions& o : paths)
         for (bool log : {false, true}) {
             Problem p = sinks_problem(4, n, Dtype::f32, log);  // heads 2 of 2 rows
             std::vector<double> x(4 * n);
@@ -280,7 +309,7 @@ TEST_F(BackwardTest, SinkGradientClosedForms) {
 
 // What the engine refuses: a mask, causal mask or log-sum-exp on a
 // backward problem, sinks whose heads do not fit, sinks without memory
-// for their gradient, the single-pass path, record() with a backward plan and the reverse.
+// for their gradient, record() with a backward plan and the reverse.
 TEST_F(BackwardTest, Refusals) {
     Problem p = backward_problem(4, 100, Dtype::f32, false);
     p.attention.causal = true;
@@ -299,7 +328,6 @@ TEST_F(BackwardTest, Refusals) {
             << "the backward pass of sinks without memory for their gradient";
     }
     p.attention.sinks = false;
-    EXPECT_THROW(make_plan(ctx(), p, on_path(Path::single_pass)), Error) << "single-pass backward";
     const Plan backward = make_plan(ctx(), p);
     EXPECT_NE(backward.label.find("backward"), std::string::npos) << backward.label;
     std::vector<float> y(400, 0.01f), dy(400, 1.0f), dx(400);

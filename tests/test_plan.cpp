@@ -481,17 +481,65 @@ TEST(Plan, SinglePassTakesResidentBatches) {
     PlanOptions small;
     small.chunk_elements = 4096;
     EXPECT_EQ(choose_path(h100, rows_of(16, 524288), small), Path::split);
-    // No multiprocessor count, no memory model, the backward pass, or never: two dispatches.
+    // No multiprocessor count, no memory model, or never: two dispatches.
     EXPECT_EQ(choose_path(h200(), rows_of(32, 128256)), Path::split);
     DeviceInfo no_model = h100;
     no_model.memory_model = false;
     EXPECT_EQ(choose_path(no_model, rows_of(32, 128256)), Path::split);
-    Problem backward = rows_of(32, 128256);
-    backward.backward = true;
-    EXPECT_EQ(choose_path(h100, backward), Path::split);
     PlanOptions never;
     never.single_pass = SinglePass::never;
     EXPECT_EQ(choose_path(h100, rows_of(32, 128256), never), Path::split);
+}
+
+// The backward pass takes the single-pass path on NVIDIA for long rows in
+// one wave of workgroups (one per multiprocessor), and batches of 8 rows
+// or more whose every row's chunks are resident at once (at most 4 per
+// multiprocessor), whatever their bytes; the row paths keep rows they hold.
+TEST(Plan, BackwardSinglePassTakesResidentRows) {
+    DeviceInfo h100 = h200();
+    h100.multiprocessors = 132;
+    struct Case {
+        uint64_t rows, cols;
+        Dtype dtype;
+        Path want;
+    };
+    const Case cases[] = {
+        {32, 128256, Dtype::f32, Path::single_pass},   // the forward takes it too
+        {16, 131072, Dtype::f16, Path::single_pass},   // 4 MiB: the forward's too little
+        {128, 151936, Dtype::f16, Path::single_pass},  // 39 MB: the forward's too much; 1024 workgroups, 8 a row
+        {1, 131072, Dtype::f32, Path::single_pass},    // one row, 32 chunks
+        {1, 262144, Dtype::bf16, Path::single_pass},   // 64 chunks
+        {4, 262144, Dtype::f32, Path::split},          // 256 workgroups, not a batch
+        {1, 1u << 20, Dtype::f16, Path::split},        // 256 chunks
+        {1, 1u << 24, Dtype::f32, Path::split},        // 512 chunks
+        {128, 32000, Dtype::f32, Path::workgroup_row}, // held by a workgroup
+    };
+    for (const Case& c : cases) {
+        Problem p = rows_of(c.rows, c.cols, c.dtype);
+        p.backward = true;
+        EXPECT_EQ(choose_path(h100, p), c.want) << "backward " << c.rows << "x" << c.cols << " " << dtype_name(c.dtype)
+                                                << ": " << path_name(choose_path(h100, p));
+    }
+    Problem vocabulary = rows_of(32, 151936);
+    vocabulary.backward = true;
+    const Plan plan = plan_geometry(h100, vocabulary);
+    EXPECT_EQ(plan.path, Path::single_pass);
+    EXPECT_TRUE(plan.key[0].backward) << "the single-pass backward module";
+    EXPECT_EQ(plan.passes, 1u);
+    EXPECT_TRUE(plan.workspace_zeroed);
+    // A batch whose rows take more chunks than 4 per multiprocessor
+    // (forced: 1024 of 1024 elements), a device that does not count them,
+    // or never: two dispatches.
+    PlanOptions small;
+    small.chunk_elements = 1024;
+    Problem batch = rows_of(8, 1u << 20);
+    batch.backward = true;
+    EXPECT_EQ(choose_path(h100, batch), Path::single_pass) << "8 rows of 1M in 64 chunks each";
+    EXPECT_EQ(choose_path(h100, batch, small), Path::split);
+    EXPECT_EQ(choose_path(h200(), vocabulary), Path::split) << "no multiprocessor count";
+    PlanOptions never;
+    never.single_pass = SinglePass::never;
+    EXPECT_EQ(choose_path(h100, vocabulary, never), Path::split);
 }
 
 // Single-pass rows: about 1024 chunks over all rows, at most 512 a row and

@@ -107,7 +107,7 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
                                      : ctx.info().subgroup_uniform_control_flow ? SpirvReduction::subgroup_uniform_control_flow
                                                                                 : SpirvReduction::subgroup;
     const SpirvBlob blob = key_.copy                             ? copy_spirv()
-                           : key_.kind == ShaderKind::single_pass ? single_pass_spirv(key_.dtype, reduction, key_.attention)
+                           : key_.kind == ShaderKind::single_pass ? single_pass_spirv(key_.dtype, reduction, key_.attention, key_.backward)
                            : key_.backward ? backward_spirv(key_.dtype, reduction, key_.row_lanes != 0)
                                                                   : softmax_spirv(key_.dtype, reduction, key_.row_lanes != 0, key_.attention);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};

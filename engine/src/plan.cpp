@@ -225,12 +225,37 @@ bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptio
            4 * filled >= 3 * uint64_t{g.chunks} * g.chunk;
 }
 
+// Backward rows the single-pass path was measured faster on, where the
+// vendor takes it only for resident grids: grids of one wave at most (a
+// workgroup per multiprocessor), and batches (kSinglePassBatchRows rows or
+// more, whose chunks are re-read tiles, light on registers) whose every
+// row's chunks are resident at once (kSinglePassWorkgroupsPerMultiprocessor
+// per multiprocessor), so that no chunk waits on one of its row's that
+// cannot start. Against two dispatches the backward pass reads y and dy
+// once instead of twice (the second time partly from L2), a larger saving
+// than the forward's. H100 (580.159.04; bench/NOTES.md, v22), us, single
+// pass against two dispatches:
+// - batches: f32 32x151936 26.9 against 33.1, 64x65536 21.5 against 27.5,
+//   16x524288 54.4 against 57.7, 128x151936 (1024 workgroups) 129.1
+//   against 135.5; f16 and bf16 3-17% faster, level at bf16 8x262144
+//   (10.10 against 10.03);
+// - one wave: 1x131072 (32 chunks) 7.2 against 7.8 (f16 7.1 against 7.3);
+// - fewer rows on more workgroups are slower: 1x1048576 (256 chunks)
+//   10.1 against 9.5, 2x1048576 14.3 against 12.8, 1x16777216 116.7
+//   against 113.7; 4x262144 is mixed (f32 9.06 against 9.43, bf16 8.61
+//   against 8.48).
+bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
+    if (d.multiprocessors == 0) return false;
+    const Geometry g = plan_single_pass(problem, options, l);
+    const uint64_t resident = uint64_t{kSinglePassWorkgroupsPerMultiprocessor} * d.multiprocessors;
+    return g.items <= d.multiprocessors || (problem.shape.rows() >= kSinglePassBatchRows && g.chunks <= resident);
+}
+
 Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (options.path) {
         if (*options.path == Path::subgroup_row && !l.subgroup_reduction)
             throw Error(ErrorKind::unsupported, "the subgroup-row path needs subgroup arithmetic");
         if (*options.path == Path::single_pass) {
-            if (problem.backward) throw Error(ErrorKind::unsupported, "the backward pass has no single-pass path");
             const SinglePassRule rule = single_pass_rule(d, options.single_pass);
             if (!rule.allowed) throw Error(ErrorKind::unsupported, "the single-pass path is not allowed: " + rule.reason);
         }
@@ -242,8 +267,9 @@ Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions&
     if (row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
         return Path::workgroup_row;
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
-    if (problem.backward || !rule.allowed) return Path::split;
-    if (rule.resident_batches_only && !resident_batch(d, problem, options, l))
+    if (!rule.allowed) return Path::split;
+    if (rule.resident_batches_only &&
+        !(problem.backward ? resident_rows(d, problem, options, l) : resident_batch(d, problem, options, l)))
         return Path::split;
     return Path::single_pass;
 }

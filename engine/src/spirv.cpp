@@ -37,8 +37,8 @@ SpirvBlob backward_spirv(Dtype dtype, SpirvReduction r, bool shuffle) {
     return named(module_name("softmax_backward", dtype, r, false) + (with_shuffle ? "_shuffle" : ""));
 }
 
-SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction r, bool attention) {
-    return named(module_name("single_pass", dtype, r, attention));
+SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction r, bool attention, bool backward) {
+    return named(module_name(backward ? "single_pass_backward" : "single_pass", dtype, r, attention));
 }
 
 SpirvBlob copy_spirv() { return named("copy"); }

@@ -24,8 +24,9 @@ enum class SpirvReduction {
 // again with the attention options (ATTENTION).
 SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle, bool attention);
 // softmax_single_pass.comp (long rows in one dispatch): one module per
-// storage type and reduction kind, with and without the attention options.
-SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction reduction, bool attention);
+// storage type and reduction kind, plain, with the attention options, and
+// the backward pass (BACKWARD).
+SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction reduction, bool attention, bool backward);
 // softmax_backward.comp (the backward pass): one module per storage type
 // and reduction kind, the subgroup ones also with shuffles.
 SpirvBlob backward_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle);

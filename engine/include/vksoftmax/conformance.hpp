@@ -47,7 +47,7 @@ std::vector<Result> run(Context& ctx, const Options& options,
 // once (256 rows of 65537 in chunks of one tile: tens of thousands of
 // workgroups; 32 rows on a CPU device), spike rows whose max moves through every chunk, with the
 // plan's patience and with patience 1 (partials computed by the waiting
-// workgroup itself). It runs in the caller's process and needs a driver
+// workgroup itself), softmax and its backward pass. It runs in the caller's process and needs a driver
 // that keeps dispatching workgroups while others wait: run it under a
 // watchdog (`vksoftmax conformance` runs it in a child process it kills
 // after a timeout). Empty where the device cannot take the path.

@@ -32,7 +32,8 @@ enum class Reduction { automatic, subgroup, shared };
 // automatic: where the device has the Vulkan memory model at device scope
 // and the path was measured faster than two dispatches on its vendor's
 // devices, for the problems it was faster on (NVIDIA: batches of long rows
-// whose grid the GPU holds at once; bench/NOTES.md, v18); allowed:
+// whose grid the GPU holds at once; bench/NOTES.md, v18 and, for the
+// backward pass, v22); allowed:
 // wherever it has the memory model; never: the two-dispatch split path.
 enum class SinglePass { automatic, allowed, never };
 const char* single_pass_name(SinglePass s);
@@ -45,7 +46,9 @@ struct SinglePassRule {
     // The vendor takes the path only for batches that stay resident
     // (resident_batch() in plan.cpp): at least 8 rows, 6 to 32 MiB, a
     // grid of at most 4 workgroups per multiprocessor, chunks at least 3/4
-    // full.
+    // full; the backward pass for grids of one wave, and batches of 8 rows
+    // whose every row's chunks stay resident, whatever their bytes
+    // (resident_rows()).
     bool resident_batches_only = false;
     std::string reason;
 };
