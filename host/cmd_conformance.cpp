@@ -22,7 +22,8 @@ namespace vksoftmax::cli {
 namespace {
 
 struct ConformanceArgs {
-    std::string device, json, filter;
+    std::string device, json;
+    std::vector<std::string> filters;
     bool quick = false, failures_only = false, no_uniform_control_flow = false;
     bool stress_only = false;  // the child's part: the stress case, as JSON on stdout
     std::string single_pass;   // never: leave the single-pass path (and its stress case) out
@@ -236,7 +237,7 @@ int conformance_command(const ConformanceArgs& a) {
     const std::vector<std::string> selectors = selectors_for(a.device);
     conformance::Options o;
     o.quick = a.quick;
-    o.filter = a.filter;
+    o.filters = a.filters;
     nlohmann::json report;
     const std::time_t now = std::time(nullptr);
     char date[32];
@@ -265,7 +266,9 @@ Command add_conformance(CLI::App& app) {
     sub->add_option("--device", a->device, "Device index, part of its name, or 'all' (default: the default device)");
     sub->add_flag("--quick", a->quick, "The quick catalogue (fewer row lengths)");
     sub->add_option("--json", a->json, "Write the report, with the device's identity, to this file");
-    sub->add_option("--filter", a->filter, "Only cases whose 'case variant' text contains this (a leading ^: begins with the rest, as in '^f16 ')");
+    sub->add_option("--filter", a->filters,
+                    "Only cases whose 'case variant' text contains this (a leading ^: begins with the rest, as in "
+                    "'^f16 '; a leading !: does not); repeated, every one must hold");
     sub->add_flag("--failures-only", a->failures_only, "Print only the failing rows of the table");
     sub->add_flag("--no-uniform-control-flow", a->no_uniform_control_flow,
                   "Leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered: checks the shaders "

@@ -390,6 +390,33 @@ TEST(Plan, RejectsWhatItCannotPlan) {
     EXPECT_EQ(empty.passes, 0u);
 }
 
+// An H200's description counting its multiprocessors as an H100's
+// VK_NV_shader_sm_builtins does (132), which the rules that keep grids
+// resident need.
+DeviceInfo counted_h100() {
+    DeviceInfo d = h200();
+    d.multiprocessors = 132;
+    return d;
+}
+
+// A shape, storage type and the path a rule must choose for it.
+struct PathCase {
+    uint64_t rows, cols;
+    Dtype dtype;
+    Path want;
+};
+
+// Each case's path on `d`, forward or backward.
+void expect_paths(const DeviceInfo& d, const std::vector<PathCase>& cases, bool backward) {
+    for (const PathCase& c : cases) {
+        Problem p = rows_of(c.rows, c.cols, c.dtype);
+        p.backward = backward;
+        const Path got = choose_path(d, p);
+        EXPECT_EQ(got, c.want) << (backward ? "backward " : "") << c.rows << "x" << c.cols << " "
+                               << dtype_name(c.dtype) << ": " << path_name(got) << ", want " << path_name(c.want);
+    }
+}
+
 }  // namespace
 
 // The rule for the single-pass path: the memory model first, then what
@@ -439,14 +466,8 @@ TEST(Plan, SinglePassRule) {
 // least 3/4 full, and only where the device says how many multiprocessors
 // it has.
 TEST(Plan, SinglePassTakesResidentBatches) {
-    DeviceInfo h100 = h200();
-    h100.multiprocessors = 132;
-    struct Case {
-        uint64_t rows, cols;
-        Dtype dtype;
-        Path want;
-    };
-    const Case cases[] = {
+    const DeviceInfo h100 = counted_h100();
+    expect_paths(h100, {
         {32, 128256, Dtype::f32, Path::single_pass},  // 16 MB, 8 chunks a row: 256 workgroups
         {32, 128256, Dtype::f16, Path::single_pass},  // 7.8 MiB
         {16, 524288, Dtype::f32, Path::single_pass},  // 32 MiB, 32 chunks a row: 512 workgroups
@@ -457,12 +478,7 @@ TEST(Plan, SinglePassTakesResidentBatches) {
         {4, 1u << 21, Dtype::f32, Path::split},       // 4 rows
         {32, 151936, Dtype::f16, Path::single_pass},  // 8 chunks of 20480 a row, all used
         {32, 151936, Dtype::f32, Path::single_pass},  // 19 MB
-    };
-    for (const Case& c : cases) {
-        const Problem p = rows_of(c.rows, c.cols, c.dtype);
-        EXPECT_EQ(choose_path(h100, p), c.want) << c.rows << "x" << c.cols << " " << dtype_name(c.dtype) << ": "
-                                                << path_name(choose_path(h100, p));
-    }
+    }, false);
     const Plan batch = plan_geometry(h100, rows_of(32, 128256));
     EXPECT_EQ(batch.path, Path::single_pass);
     EXPECT_EQ(batch.push.chunk, 16384u);
@@ -496,14 +512,8 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 // or more whose every row's chunks are resident at once (at most 4 per
 // multiprocessor), whatever their bytes; the row paths keep rows they hold.
 TEST(Plan, BackwardSinglePassTakesResidentRows) {
-    DeviceInfo h100 = h200();
-    h100.multiprocessors = 132;
-    struct Case {
-        uint64_t rows, cols;
-        Dtype dtype;
-        Path want;
-    };
-    const Case cases[] = {
+    const DeviceInfo h100 = counted_h100();
+    expect_paths(h100, {
         {32, 128256, Dtype::f32, Path::single_pass},   // the forward takes it too
         {16, 131072, Dtype::f16, Path::single_pass},   // 4 MiB: the forward's too little
         {128, 151936, Dtype::f16, Path::single_pass},  // 39 MB: the forward's too much; 1024 workgroups, 8 a row
@@ -513,13 +523,7 @@ TEST(Plan, BackwardSinglePassTakesResidentRows) {
         {1, 1u << 20, Dtype::f16, Path::split},        // 256 chunks
         {1, 1u << 24, Dtype::f32, Path::split},        // 512 chunks
         {128, 32000, Dtype::f32, Path::workgroup_row}, // held by a workgroup
-    };
-    for (const Case& c : cases) {
-        Problem p = rows_of(c.rows, c.cols, c.dtype);
-        p.backward = true;
-        EXPECT_EQ(choose_path(h100, p), c.want) << "backward " << c.rows << "x" << c.cols << " " << dtype_name(c.dtype)
-                                                << ": " << path_name(choose_path(h100, p));
-    }
+    }, true);
     Problem vocabulary = rows_of(32, 151936);
     vocabulary.backward = true;
     const Plan plan = plan_geometry(h100, vocabulary);

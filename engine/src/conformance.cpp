@@ -477,11 +477,19 @@ Result checked(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng)
     }
 }
 
-// Options::filter's rule: `text` contains `filter`, or begins with what
-// follows a leading '^' ("^f16 " leaves out "bf16 " cases).
-bool selected(const std::string& text, const std::string& filter) {
-    if (!filter.empty() && filter[0] == '^') return text.compare(0, filter.size() - 1, filter, 1) == 0;
-    return text.find(filter) != std::string::npos;
+// One term of Options::filters: `text` contains `term`, or begins with
+// what follows a leading '^' ("^f16 " leaves out "bf16 " cases); a leading
+// '!' negates the rest ("!^backward " leaves out the backward cases).
+bool holds(const std::string& text, const std::string& term) {
+    if (!term.empty() && term[0] == '!') return !holds(text, term.substr(1));
+    if (!term.empty() && term[0] == '^') return text.compare(0, term.size() - 1, term, 1) == 0;
+    return text.find(term) != std::string::npos;
+}
+
+bool selected(const std::string& text, const std::vector<std::string>& terms) {
+    for (const std::string& term : terms)
+        if (!holds(text, term)) return false;
+    return true;
 }
 
 }  // namespace
@@ -492,7 +500,7 @@ std::vector<Result> run(Context& ctx, const Options& options, const std::functio
     for (const Case& c : catalogue(ctx, options.quick)) {
         bool split_ran = false;
         for (const Variant& v : variants(ctx.info(), options.single_pass)) {
-            if (!selected(c.name + " " + v.name(), options.filter)) continue;
+            if (!selected(c.name + " " + v.name(), options.filters)) continue;
             if (c.grid_only && v.path == Path::split) {
                 if (split_ran) continue;
                 split_ran = true;

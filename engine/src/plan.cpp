@@ -83,7 +83,6 @@ struct Limits {
     uint32_t required_subgroup_size = 0;  // asked for by the options; 0: none
     uint32_t subgroup_size = 1;           // the size the geometry is planned for
     uint32_t max_workgroup = 1, min_workgroup = 1;
-    uint32_t multiprocessors = 0;         // where the device tells; 0: unknown
 };
 
 bool use_subgroup_reduction(const DeviceInfo& d, Reduction reduction) {
@@ -120,7 +119,6 @@ Limits device_limits(const DeviceInfo& d, const PlanOptions& options) {
     l.max_workgroup = floor_pow2(std::min({1024u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
     if (required) l.max_workgroup = workgroup_cap(d, l.max_workgroup, required);
     l.min_workgroup = std::min(l.max_workgroup, std::max(required, 32u));
-    l.multiprocessors = d.multiprocessors;
     return l;
 }
 
@@ -340,21 +338,21 @@ Geometry plan_subgroup_rows(const DeviceInfo& d, const Problem& problem, const L
 // fp16 and bf16 rows always; the backward pass's unless the device counts
 // its multiprocessors and the rows make kBackwardWholeRowWaves waves of
 // them, a row each.
-bool tiles_at_max_workgroup(const Problem& problem, const Limits& l) {
+bool tiles_at_max_workgroup(const DeviceInfo& d, const Problem& problem) {
     if (problem.backward)
-        return l.multiprocessors == 0 ||
-               static_cast<double>(problem.shape.rows()) < kBackwardWholeRowWaves * l.multiprocessors;
+        return d.multiprocessors == 0 ||
+               static_cast<double>(problem.shape.rows()) < kBackwardWholeRowWaves * d.multiprocessors;
     return dtype_size(problem.dtype) == 2;
 }
 
 // A workgroup owns a row, held in registers or, past the largest
 // workgroup's half slots, read in tiles (tiles_at_max_workgroup()).
-Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
+Geometry plan_workgroup_row(const DeviceInfo& d, const Problem& problem, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
     g.items = problem.shape.rows();
     const uint64_t axis = row_window(problem, Path::workgroup_row, l);
-    const bool tiles_at_max = tiles_at_max_workgroup(problem, l);
+    const bool tiles_at_max = tiles_at_max_workgroup(d, problem);
     if (tiles_at_max && axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup) {
         g.workgroup_size = l.max_workgroup;
         g.slots = kHalfRowSlotsAtMaxWorkgroup;  // tiles shorter than the row: ShaderKind::row_in_tiles
@@ -580,7 +578,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     const Path path = choose_path(d, range, options, l);
     const bool slot_rows = holds_rows_per_slot(range, path, l);
     Geometry g = path == Path::subgroup_row    ? plan_subgroup_rows(d, range, l, slot_rows)
-                 : path == Path::workgroup_row ? plan_workgroup_row(range, l)
+                 : path == Path::workgroup_row ? plan_workgroup_row(d, range, l)
                  : path == Path::single_pass   ? plan_single_pass(range, options, l)
                                                : plan_split(range, options, l);
     apply_overrides(g, range, options, l, path, slot_rows);

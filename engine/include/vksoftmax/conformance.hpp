@@ -18,8 +18,10 @@ namespace vksoftmax::conformance {
 
 struct Options {
     bool quick = false;      // fewer lengths: for CI on a CPU driver
-    std::string filter;      // run only cases/variants whose "case variant" text contains this
-                             // (a leading '^': begins with the rest)
+    // Run only cases/variants whose "case variant" text holds every term:
+    // contains it, or with a leading '^' begins with the rest; a leading
+    // '!' turns the rest into a term the text must not hold.
+    std::vector<std::string> filters;
     // Whether the catalogue checks the single-pass path too (where the
     // device has what it needs); off after the stress case hung.
     bool single_pass = true;
