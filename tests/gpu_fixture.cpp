@@ -42,6 +42,18 @@ bool sweep_runs(uint32_t variant, uint32_t choice, uint32_t choices) {
     return (variant + rotation) % choices == choice;
 }
 
+bool has_single_pass(const DeviceInfo& d) { return single_pass_rule(d, SinglePass::allowed).allowed; }
+
+PlanOptions single_pass(uint32_t chunk, Reduction reduction, uint32_t patience) {
+    PlanOptions o;
+    o.path = Path::single_pass;
+    o.single_pass = SinglePass::allowed;
+    o.single_pass_patience = patience;
+    o.chunk_elements = chunk;
+    o.reduction = reduction;
+    return o;
+}
+
 uint32_t fresh_seed() { return std::random_device{}(); }
 
 std::vector<float> random_logits(size_t n, uint32_t seed) {

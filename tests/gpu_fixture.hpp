@@ -63,4 +63,11 @@ bool full_sweeps();
 // (variant + log2 of the subgroup size) % choices names.
 bool sweep_runs(uint32_t variant, uint32_t choice, uint32_t choices);
 
+// Whether the device has the single-pass path at all (when allowed).
+bool has_single_pass(const DeviceInfo& d);
+// The single-pass path forced: chunks of `chunk` elements (0: the plan's;
+// rounded up to whole tiles), the reduction, and `patience` polling rounds
+// before a workgroup computes missing partials itself (0: the plan's).
+PlanOptions single_pass(uint32_t chunk, Reduction reduction = Reduction::automatic, uint32_t patience = 0);
+
 }  // namespace vkstest

@@ -99,7 +99,7 @@ std::vector<Path> paths_for(uint64_t n) {
     std::vector<Path> paths = {Path::workgroup_row, Path::split};
     if (Gpu::ctx().info().subgroup_arithmetic() && n <= 4u * 8u * Gpu::ctx().info().subgroup_size)
         paths.push_back(Path::subgroup_row);
-    if (single_pass_rule(Gpu::ctx().info(), SinglePass::allowed).allowed) paths.push_back(Path::single_pass);
+    if (has_single_pass(Gpu::ctx().info())) paths.push_back(Path::single_pass);
     return paths;
 }
 

@@ -76,18 +76,6 @@ PlanOptions on_path(Path path, uint32_t slots = 0, uint32_t chunk = 0) {
     return o;
 }
 
-// The single-pass path forced: chunks of `chunk` elements (rounded up to
-// whole tiles), and `patience` polling rounds before a workgroup computes
-// missing partials itself (0: the plan's).
-PlanOptions single_pass(uint32_t chunk, uint32_t patience = 0) {
-    PlanOptions o = on_path(Path::single_pass, 0, chunk);
-    o.single_pass = SinglePass::allowed;
-    o.single_pass_patience = patience;
-    return o;
-}
-
-bool has_single_pass(const DeviceInfo& d) { return single_pass_rule(d, SinglePass::allowed).allowed; }
-
 // Every kind of dispatch: short rows one per slot (a few lanes each where
 // the device has shuffles), subgroup rows, workgroup rows in registers and
 // in tiles (one slot: a tile shorter than the row), rows not a multiple of
@@ -113,7 +101,7 @@ std::vector<Geometry> every_kind(const DeviceInfo& d, bool strided) {
     if (has_single_pass(d)) {
         geometries.push_back({"single pass, held chunks", 3, 5000, 1, single_pass(1), ShaderKind::single_pass});
         geometries.push_back({"single pass, chunks re-read, partials computed by the waiting", 3, 30001, 1,
-                              single_pass(9000, 1), ShaderKind::single_pass});
+                              single_pass(9000, Reduction::automatic, 1), ShaderKind::single_pass});
     }
     return geometries;
 }
@@ -159,8 +147,8 @@ TEST_F(BackwardTest, EveryKindAgainstTheReference) {
         const Bound b = accuracy_bound(p.dtype, p.log);
         EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << g.what << ", " << describe(p, g.options) << ": " << o.acc.describe();
     };
-    const uint64_t kinds = every_kind(ctx().info(), true).size();
-    EXPECT_EQ(on_every_case(every_kind(ctx().info(), true), check), (full_sweeps() ? 6u : 3u) * kinds) << "cases run";
+    const std::vector<Geometry> kinds = every_kind(ctx().info(), true);
+    EXPECT_EQ(on_every_case(kinds, check), (full_sweeps() ? 6u : 3u) * kinds.size()) << "cases run";
 }
 
 // Closed forms (fp32, every path): a constant dy gives dx = 0 within the
@@ -266,8 +254,8 @@ TEST_F(BackwardTest, SinkGradientOnEveryKind) {
         EXPECT_TRUE(o.dx.acc.within(b.rel, 0.0)) << what << ", dx: " << o.dx.acc.describe();
         EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << what << ", sink gradient: " << o.acc.describe();
     };
-    const uint64_t kinds = every_kind(ctx().info(), false).size();
-    EXPECT_EQ(on_every_case(every_kind(ctx().info(), false), check), (full_sweeps() ? 6u : 3u) * kinds) << "cases run";
+    const std::vector<Geometry> kinds = every_kind(ctx().info(), false);
+    EXPECT_EQ(on_every_case(kinds, check), (full_sweeps() ? 6u : 3u) * kinds.size()) << "cases run";
 }
 
 // The sinks' gradient in closed form (fp32, the workgroup, split and,

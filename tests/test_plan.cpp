@@ -507,6 +507,38 @@ TEST(Plan, SinglePassTakesResidentBatches) {
     EXPECT_EQ(choose_path(h100, rows_of(32, 128256), never), Path::split);
 }
 
+// On NVIDIA a single row that a workgroup holds only at its most slots
+// (30000 elements or more) is spread over the chunks of one wave instead;
+// shorter rows, batches, the backward pass and devices without the rule
+// keep the workgroup row.
+TEST(Plan, SingleRowSpreadsOverOneWave) {
+    const DeviceInfo h100 = counted_h100();
+    expect_paths(h100, {
+        {1, 32768, Dtype::f32, Path::single_pass},     // 8 chunks of 4096
+        {1, 32768, Dtype::f16, Path::single_pass},
+        {1, 32000, Dtype::bf16, Path::single_pass},
+        {1, 30000, Dtype::f16, Path::single_pass},
+        {1, 28672, Dtype::f32, Path::workgroup_row},   // one workgroup is faster
+        {2, 32768, Dtype::f32, Path::workgroup_row},   // a batch
+        {16, 32768, Dtype::f16, Path::workgroup_row},
+        {1, 65536, Dtype::f32, Path::split},           // past a workgroup: the long-row rule
+    }, false);
+    expect_paths(h100, {{1, 32768, Dtype::f32, Path::workgroup_row}}, true);
+    const Plan spread = plan_geometry(h100, rows_of(1, 32768));
+    EXPECT_EQ(spread.path, Path::single_pass);
+    EXPECT_EQ(spread.groups, 8u) << "chunks of 4096";
+    EXPECT_EQ(spread.push.chunk, 4096u);
+    EXPECT_EQ(spread.passes, 1u);
+    EXPECT_EQ(choose_path(h200(), rows_of(1, 32768)), Path::workgroup_row) << "no multiprocessor count";
+    PlanOptions never;
+    never.single_pass = SinglePass::never;
+    EXPECT_EQ(choose_path(h100, rows_of(1, 32768), never), Path::workgroup_row);
+    PlanOptions allowed;
+    allowed.single_pass = SinglePass::allowed;
+    EXPECT_EQ(choose_path(h100, rows_of(1, 32768), allowed), Path::workgroup_row)
+        << "allowed takes the path for rows past a workgroup, as before";
+}
+
 // The backward pass takes the single-pass path on NVIDIA for long rows in
 // one wave of workgroups (one per multiprocessor), and batches of 8 rows
 // or more whose every row's chunks are resident at once (at most 4 per

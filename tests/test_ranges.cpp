@@ -30,7 +30,7 @@ PlanOptions ranges_of(uint64_t bytes, std::optional<Path> path = std::nullopt) {
 std::vector<Path> forced_paths() {
     std::vector<Path> paths = {Path::workgroup_row, Path::split};
     if (Gpu::ctx().info().subgroup_arithmetic()) paths.push_back(Path::subgroup_row);
-    if (single_pass_rule(Gpu::ctx().info(), SinglePass::allowed).allowed) paths.push_back(Path::single_pass);
+    if (has_single_pass(Gpu::ctx().info())) paths.push_back(Path::single_pass);
     return paths;
 }
 

@@ -18,18 +18,6 @@ namespace {
 const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// The single-pass path forced, with `chunk` elements per chunk (0: the
-// plan's), and the reduction.
-PlanOptions single_pass(uint32_t chunk, Reduction reduction = Reduction::automatic, uint32_t patience = 0) {
-    PlanOptions o;
-    o.single_pass_patience = patience;
-    o.path = Path::single_pass;
-    o.single_pass = SinglePass::allowed;
-    o.chunk_elements = chunk;
-    o.reduction = reduction;
-    return o;
-}
-
 Problem rows_of(uint64_t rows, uint64_t cols, Dtype dt = Dtype::f32, bool log = false) {
     Problem p;
     p.shape = {rows, cols, 1};
@@ -50,7 +38,7 @@ class SinglePassTest : public Gpu {
 protected:
     void SetUp() override {
         Gpu::SetUp();
-        if (!single_pass_rule(ctx().info(), SinglePass::allowed).allowed)
+        if (!has_single_pass(ctx().info()))
             GTEST_SKIP() << single_pass_rule(ctx().info(), SinglePass::allowed).reason;
     }
 };

@@ -249,6 +249,25 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
     return g.items <= d.multiprocessors || (problem.shape.rows() >= kSinglePassBatchRows && g.chunks <= resident);
 }
 
+// A single row long enough that one workgroup holds it only at its most
+// slots (forward), where the vendor takes the path for resident grids:
+// spread over the chunks of one wave in one dispatch, rather than read by
+// one workgroup on one multiprocessor. H200 (580.159.04; bench/NOTES.md,
+// v23), us, chunks of 4096 against a workgroup row, two calls: f32 1x32768
+// 6.84 and 7.12 against 7.65 and 7.73; f16 6.97 and 7.12 against 7.36 and
+// 7.33 (H100, v18: f16 7.21 against 7.55); 1x30000 and 1x32000 4-9% faster
+// in each type. Shorter rows are faster in one workgroup (f32 1x28672, its
+// eighth chunk empty, 7.17-7.26 against 7.89; 1x24576 6.75 against 7.78),
+// and so are batches (f32 4x32768 7.67 against 7.78, 16x32768 8.15
+// against 8.62).
+bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
+    if (problem.backward || problem.shape.rows() != 1 || problem.shape.axis < kSinglePassSpreadRowMin ||
+        d.multiprocessors == 0)
+        return false;
+    const SinglePassRule rule = single_pass_rule(d, options.single_pass);
+    return rule.allowed && rule.resident_batches_only && plan_single_pass(problem, options, l).items <= d.multiprocessors;
+}
+
 Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (options.path) {
         if (*options.path == Path::subgroup_row && !l.subgroup_reduction)
@@ -263,7 +282,7 @@ Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions&
         row_window(problem, Path::subgroup_row, l) <= 4ull * kSubgroupRowSlots * l.subgroup_size)
         return Path::subgroup_row;
     if (row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
-        return Path::workgroup_row;
+        return spread_single_row(d, problem, options, l) ? Path::single_pass : Path::workgroup_row;
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
     if (!rule.allowed) return Path::split;
     if (rule.resident_batches_only &&
