@@ -224,11 +224,12 @@ TEST(Plan, WorkgroupRows) {
     // storage type (y and dy: 64 floats an invocation) where they make one
     // and a half waves of the multiprocessors (132 here: 198 rows), and reads
     // fewer, or rows on a device that does not count its multiprocessors, in
-    // tiles of 4 slots.
+    // tiles of 4 slots (a single row is spread over a wave instead:
+    // Plan.SingleRowSpreadsOverOneWave).
     DeviceInfo counted = d;
     counted.multiprocessors = 132;
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
-        for (uint64_t rows : {1, 132, 197, 198, 256, 1024}) {
+        for (uint64_t rows : {2, 132, 197, 198, 256, 1024}) {
             Problem longest = rows_of(rows, 32768, dt);
             longest.backward = true;
             const bool whole = rows >= 198;
@@ -508,8 +509,8 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 }
 
 // On NVIDIA a single row that a workgroup holds only at its most slots
-// (30000 elements or more) is spread over the chunks of one wave instead;
-// shorter rows, batches, the backward pass and devices without the rule
+// (30000 elements or more) is spread over the chunks of one wave instead,
+// forward and backward; shorter rows, batches and devices without the rule
 // keep the workgroup row.
 TEST(Plan, SingleRowSpreadsOverOneWave) {
     const DeviceInfo h100 = counted_h100();
@@ -523,7 +524,12 @@ TEST(Plan, SingleRowSpreadsOverOneWave) {
         {16, 32768, Dtype::f16, Path::workgroup_row},
         {1, 65536, Dtype::f32, Path::split},           // past a workgroup: the long-row rule
     }, false);
-    expect_paths(h100, {{1, 32768, Dtype::f32, Path::workgroup_row}}, true);
+    expect_paths(h100, {
+        {1, 32768, Dtype::f32, Path::single_pass},
+        {1, 30000, Dtype::f16, Path::single_pass},
+        {1, 28672, Dtype::f32, Path::workgroup_row},
+        {4, 32768, Dtype::f32, Path::workgroup_row},
+    }, true);
     const Plan spread = plan_geometry(h100, rows_of(1, 32768));
     EXPECT_EQ(spread.path, Path::single_pass);
     EXPECT_EQ(spread.groups, 8u) << "chunks of 4096";

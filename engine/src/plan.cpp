@@ -250,7 +250,7 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 }
 
 // A single row long enough that one workgroup holds it only at its most
-// slots (forward), where the vendor takes the path for resident grids:
+// slots, where the vendor takes the path for resident grids:
 // spread over the chunks of one wave in one dispatch, rather than read by
 // one workgroup on one multiprocessor. H200 (580.159.04; bench/NOTES.md,
 // v23), us, chunks of 4096 against a workgroup row, two calls: f32 1x32768
@@ -259,9 +259,11 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 // in each type. Shorter rows are faster in one workgroup (f32 1x28672, its
 // eighth chunk empty, 7.17-7.26 against 7.89; 1x24576 6.75 against 7.78),
 // and so are batches (f32 4x32768 7.67 against 7.78, 16x32768 8.15
-// against 8.62).
+// against 8.62). The backward pass gains more (y and dy held by one
+// workgroup): f32 1x30000 5.64 against 7.34, 1x32768 5.81 against 7.61;
+// f16 5.65 against 6.15 and 5.78 against 6.26 (v23).
 bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
-    if (problem.backward || problem.shape.rows() != 1 || problem.shape.axis < kSinglePassSpreadRowMin ||
+    if (problem.shape.rows() != 1 || problem.shape.axis < kSinglePassSpreadRowMin ||
         d.multiprocessors == 0)
         return false;
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);

@@ -42,7 +42,7 @@ constexpr SinglePassVendor kSinglePassVendors[] = {
     // slower (f32 1x524288 9.4 vs 8.8, 1x16M 75.9 vs 72.8; f16 128x151936
     // 47.1 vs 44.1). A single row of 30000 to 32768 elements, which one
     // workgroup would hold, is faster in 8 chunks of one wave (H200, v23:
-    // f32 1x32768 7.0 vs 7.7).
+    // f32 1x32768 7.0 vs 7.7; backward 5.8 vs 7.6).
     {0x10DE, Takes::resident_batches,
      "NVIDIA: faster than two dispatches on batches of at least 8 long rows of 6 to 32 MiB in all, with a grid of at "
      "most 4 workgroups per multiprocessor and chunks at least 3/4 full (H100, 580.159.04), and than one workgroup on "

@@ -113,8 +113,9 @@ constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup me
 // Single rows of at least this many elements, which a workgroup holds only
 // at its most slots, take the path on NVIDIA (spread_single_row() in
 // plan.cpp). H200, in 8 chunks of 4096 against one workgroup: 1x30000,
-// 1x32000 and 1x32768 4-11% faster in every type; 1x28672 (7 chunks used
-// of 8) 5-10% slower, 1x24576 13% slower (bench/NOTES.md, v23).
+// 1x32000 and 1x32768 4-11% faster in every type (backward 7-24%); 1x28672
+// (7 chunks used of 8) 5-10% slower, 1x24576 13% slower (bench/NOTES.md,
+// v23).
 constexpr uint64_t kSinglePassSpreadRowMin = 30000;
 // Polling rounds a workgroup waits for its row's partials before computing
 // the missing ones itself (PATIENCE). On a GPU the partials of co-resident
