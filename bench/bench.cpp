@@ -264,7 +264,7 @@ void call_on_poisoned_output(Context& ctx, const Buffer& out, uint64_t bytes, Dt
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
         ctx.vk().vkCmdFillBuffer(cb, out.buffer(), 0, bytes / 4 * 4, nan_fill_word(dtype));
         VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                          VK_ACCESS_SHADER_WRITE_BIT};
+                          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
         ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b,
                                       0, nullptr, 0, nullptr);
         call(cb);
@@ -451,7 +451,7 @@ Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o
     const Buffer& in = *buffers->in;
     const Buffer& out = *buffers->out;
     // Not zeros: some memory systems move zeros faster than data.
-    ctx.submit_and_wait([&](VkCommandBuffer cb) { ctx.vk().vkCmdFillBuffer(cb, in.buffer(), 0, bytes, 0x3f9e0419u); });
+    fill(ctx, in, 0x3f9e0419u);
     DescriptorBuffers infos;
     infos.info[0] = {in.buffer(), 0, bytes};
     infos.info[1] = {out.buffer(), 0, bytes};

@@ -26,7 +26,7 @@ struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false,
          backward = false, sinks = false;
-    uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0;
+    uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0, patience = 0;
     std::string attention;
     uint64_t heads = 32;
     double warmup_ms = 1000;
@@ -127,6 +127,7 @@ bench::Options bench_options(const BenchArgs& a) {
     o.backward = a.backward;
     o.sinks = a.sinks;
     o.plan.chunk_elements = a.chunk;
+    o.plan.single_pass_patience = a.patience;
     if (a.path == "subgroup-row") o.plan.path = Path::subgroup_row;
     else if (a.path == "workgroup-row") o.plan.path = Path::workgroup_row;
     else if (a.path == "split") o.plan.path = Path::split;
@@ -348,6 +349,8 @@ Command add_bench(CLI::App& app) {
                   "With --backward: the forward had a sink (one, logit 0); each row's sink gradient is written and "
                   "checked too");
     sub->add_option("--chunk", a->chunk, "Tuning: split and single-pass paths' elements per chunk (rounded up to a tile)");
+    sub->add_option("--patience", a->patience,
+                    "Tuning: single-pass polling rounds before a workgroup computes its row's missing partials itself");
     sub->add_flag("--fresh-buffers", a->fresh_buffers,
                   "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");
     sub->add_option("--path", a->path, "Tuning: force subgroup-row, workgroup-row, split or single-pass");

@@ -74,6 +74,25 @@ void Buffer::invalidate(Context& ctx) const {
     check(ctx.vk().vkInvalidateMappedMemoryRanges(ctx.device(), 1, &r), "vkInvalidateMappedMemoryRanges", name_);
 }
 
+namespace {
+
+// A transfer's writes made visible to what later submissions on the queue
+// do with them: shaders read and write them (a single-pass workspace's
+// atomics do both), transfers copy them. A fence wait orders the next
+// submission after the transfer but makes nothing visible to it: without
+// this, a shader may read an earlier call's data from a cache that the
+// transfer's writes did not reach.
+void transfer_to_later_work(Context& ctx, VkCommandBuffer cb) {
+    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                          VK_ACCESS_TRANSFER_WRITE_BIT};
+    ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0,
+                                  nullptr, 0, nullptr);
+}
+
+}  // namespace
+
 void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkDeviceSize offset) {
     if (bytes == 0) return;
     Buffer staging(ctx, bytes, MemoryKind::upload, dst.name() + " (upload staging)");
@@ -82,17 +101,26 @@ void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkD
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
         VkBufferCopy region{0, offset, bytes};
         ctx.vk().vkCmdCopyBuffer(cb, staging.buffer(), dst.buffer(), 1, &region);
+        transfer_to_later_work(ctx, cb);
     });
 }
 
 void fill(Context& ctx, const Buffer& dst, uint32_t word) {
-    ctx.submit_and_wait([&](VkCommandBuffer cb) { ctx.vk().vkCmdFillBuffer(cb, dst.buffer(), 0, VK_WHOLE_SIZE, word); });
+    ctx.submit_and_wait([&](VkCommandBuffer cb) {
+        ctx.vk().vkCmdFillBuffer(cb, dst.buffer(), 0, VK_WHOLE_SIZE, word);
+        transfer_to_later_work(ctx, cb);
+    });
 }
 
 void download(Context& ctx, const Buffer& src, void* data, size_t bytes, VkDeviceSize offset) {
     if (bytes == 0) return;
     Buffer staging(ctx, bytes, MemoryKind::readback, src.name() + " (readback staging)");
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
+        // The shaders' and transfers' writes of earlier submissions, for the copy.
+        VkMemoryBarrier written{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
+                                VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT};
+        ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                      VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &written, 0, nullptr, 0, nullptr);
         VkBufferCopy region{offset, 0, bytes};
         ctx.vk().vkCmdCopyBuffer(cb, src.buffer(), staging.buffer(), 1, &region);
         VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,

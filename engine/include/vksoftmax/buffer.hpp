@@ -41,10 +41,13 @@ private:
     void* mapped_ = nullptr;
 };
 
-// Copies `bytes` from the host into `dst` at `offset`, through a staging buffer.
+// Copies `bytes` from the host into `dst` at `offset`, through a staging
+// buffer; the copy is visible to the shaders and transfers of later
+// submissions on the context's queue.
 void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkDeviceSize offset = 0);
 // Fills all of `dst` with the 32-bit `word` (vkCmdFillBuffer), submitted
-// and waited for: zeros for a single-pass workspace before its first use.
+// and waited for, and visible to later submissions as upload()'s copy:
+// zeros for a single-pass workspace before its first use.
 void fill(Context& ctx, const Buffer& dst, uint32_t word);
 // Copies `bytes` of `src` at `offset` back to the host.
 void download(Context& ctx, const Buffer& src, void* data, size_t bytes, VkDeviceSize offset = 0);
