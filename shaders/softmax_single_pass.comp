@@ -220,8 +220,9 @@ void main() MAIN_ATTRIBUTES {
     uint lanes = gl_WorkGroupSize.x, lane = gl_LocalInvocationID.x;
     uint tile = 4u * SLOTS * lanes;
     uint items = pc.rows * pc.chunks;
-    // A chunk of one tile stays in the slots from its statistic to its write.
-    bool held = pc.chunk == tile;
+    // A chunk of one tile or less stays in the slots from its statistic to
+    // its write.
+    bool held = pc.chunk <= tile;
     for (uint item = gl_WorkGroupID.x; item < items; item += gl_NumWorkGroups.x) {
         uint r = item / pc.chunks, c = item - r * pc.chunks;
         Span chunk = chunk_span(r, c);

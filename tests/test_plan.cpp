@@ -391,6 +391,56 @@ TEST(Plan, RejectsWhatItCannotPlan) {
     EXPECT_EQ(empty.passes, 0u);
 }
 
+// Forced geometries stay within the vec4 slots the plan's own largest
+// workgroups hold (1024 x 8, 512 x 16): past them, NVIDIA 580.159.04 built
+// 16-bit workgroup rows into wrong pipelines. Every planned geometry is
+// within them too, forward and backward, in every storage type.
+TEST(Plan, ForcedGeometryWithinTheSlotsAWorkgroupHolds) {
+    const DeviceInfo d = h200();
+    struct Forced {
+        uint32_t workgroup_size, slots;
+        bool accepted;
+    };
+    for (const Forced f : {Forced{1024, 16, false}, Forced{1024, 9, false}, Forced{0, 17, false},
+                           Forced{1024, 8, true}, Forced{512, 16, true}, Forced{1024, 0, true}}) {
+        PlanOptions o;
+        o.path = Path::workgroup_row;
+        o.workgroup_size = f.workgroup_size;
+        o.slots = f.slots;
+        const std::string which =
+            "workgroup rows forced to " + std::to_string(f.workgroup_size) + " x " + std::to_string(f.slots) + " slots";
+        for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+            const Problem p = rows_of(1, 4096, dt);
+            if (f.accepted) {
+                const Plan plan = plan_geometry(d, p, o);
+                EXPECT_LE(plan.key[0].workgroup_size * plan.key[0].slots, 8192u) << which << ", " << dtype_name(dt);
+                continue;
+            }
+            try {
+                plan_geometry(d, p, o);
+                ADD_FAILURE() << which << ", " << dtype_name(dt) << ": accepted";
+            } catch (const Error& e) {
+                EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << which << ": " << e.what();
+            }
+        }
+    }
+    DeviceInfo counted = d;
+    counted.multiprocessors = 132;
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
+        for (bool backward : {false, true})
+            for (uint64_t cols : {1, 7, 128, 1000, 2048, 4097, 12888, 16384, 20000, 32768, 65536, 1000003})
+                for (uint64_t rows : {1, 8, 256, 4096}) {
+                    Problem p = rows_of(rows, cols, dt);
+                    p.backward = backward;
+                    const Plan plan = plan_geometry(counted, p);
+                    for (uint32_t pass = 0; pass < plan.passes; ++pass)
+                        EXPECT_LE(plan.key[pass].workgroup_size * plan.key[pass].slots, 8192u)
+                            << (backward ? "backward " : "") << dtype_name(dt) << " " << rows << "x" << cols
+                            << ", dispatch " << pass << ": " << plan.key[pass].workgroup_size << " x "
+                            << plan.key[pass].slots << " slots";
+                }
+}
+
 // An H200's description counting its multiprocessors as an H100's
 // VK_NV_shader_sm_builtins does (132), which the rules that keep grids
 // resident need.
@@ -621,6 +671,30 @@ TEST(Plan, SinglePassChunks) {
     const Plan vocab = plan_geometry(d, rows_of(128, 151936), allowed);
     EXPECT_EQ(vocab.push.chunk, 20480u);
     EXPECT_EQ(vocab.push.chunks, 8u);
+
+    // Fewer rows than a batch take the chunk count's share of the row, in
+    // multiples of 8, where tiles would leave chunks empty (4 of 1x49152's
+    // 16 chunks of 4096): every chunk holds elements, and chunks of a tile
+    // or less stay in the slots (the tile keeps its 4 slots).
+    const Plan filled = plan_geometry(d, rows_of(1, 49152), allowed);
+    EXPECT_EQ(filled.push.chunks, 16u);
+    EXPECT_EQ(filled.push.chunk, 3072u);
+    EXPECT_EQ(filled.key[0].slots, 4u);
+    PlanOptions forced = allowed;
+    forced.path = Path::single_pass;
+    EXPECT_EQ(plan_geometry(d, rows_of(1, 30000), forced).push.chunk, 4096u) << "1x30000 fills 8 of 4096";
+    EXPECT_EQ(plan_geometry(d, rows_of(1, 28672), forced).push.chunk, 3584u) << "1x28672 would fill 7 of 8";
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
+        for (uint64_t rows = 1; rows < 8; ++rows)
+            for (uint64_t cols : {4100ull, 20480ull, 28672ull, 30011ull, 49152ull, 98304ull, 100000ull, 196608ull, 1000003ull, 1ull << 24}) {
+                const Plan plan = plan_geometry(d, rows_of(rows, cols, dt), forced);
+                const std::string which = std::string(dtype_name(dt)) + " " + std::to_string(rows) + "x" +
+                                          std::to_string(cols) + ": " + std::to_string(plan.push.chunks) +
+                                          " chunks of " + std::to_string(plan.push.chunk);
+                EXPECT_EQ(plan.push.chunk % 8, 0u) << which;
+                EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, cols) << which << ": the last one empty";
+                EXPECT_GE(uint64_t{plan.push.chunks} * plan.push.chunk, cols) << which << ": the row not covered";
+            }
 
     // Overrides keep both: the smallest chunks in workgroups of 32 on 1x16M
     // (at least 16M / (32 x 32) = 16384 elements, 1024 chunks) and slots 3

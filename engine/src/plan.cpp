@@ -441,6 +441,14 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
 // Batches of kSinglePassBatchRows rows or more take chunks of at least
 // kSinglePassBatchChunk, re-read from L2, so that their grid stays small
 // enough to be resident.
+// Chunk boundaries of the single-pass path where it sizes chunks by the
+// row rather than by tiles: whole vectors of every access width (8
+// elements: 32-byte sectors of fp32). Fine enough that the chunks of a
+// count up to 256 all hold elements (a row of at least count x 2048 split
+// in `count` leaves less than 8 elements of slack); in a count of 512 the
+// last may still be empty.
+constexpr uint64_t kSinglePassChunkAlign = 8;
+
 Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
@@ -465,6 +473,17 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
                   ? slots_for(problem, Path::single_pass, l, div_up(want, per_slot), kSinglePassHeldSlots)
                   : kSplitSlots;
     set_chunks(g, problem, l, Path::single_pass, want);
+    // Fewer rows than a batch keep chunks of about kSinglePassMinChunk, and
+    // whole tiles of it in a power-of-two count can leave the last chunks
+    // empty (1x49152: 12 of 16). An empty chunk's workgroup still waits for
+    // the row's statistic, which cost about 0.9 us a call on NVIDIA (f32
+    // 1x28672, 7 of 8 chunks used, 7.86 us; 1x28673, 8 used, 7.21;
+    // bench/NOTES.md, v23). There each chunk takes the count's share of the
+    // row instead, in whole vectors (kSinglePassChunkAlign), so that every
+    // chunk of a row's longest window holds elements; a chunk of one tile
+    // or less stays in the slots. Rows that fill their chunks keep them.
+    if (!options.chunk_elements && rows < kSinglePassBatchRows && uint64_t{g.chunks - 1} * g.chunk >= window)
+        g.chunk = static_cast<uint32_t>(div_up(div_up(window, g.chunks), kSinglePassChunkAlign) * kSinglePassChunkAlign);
     if (g.items > std::numeric_limits<uint32_t>::max())
         throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
     return g;
@@ -481,7 +500,17 @@ void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& opt
                         "workgroup size override must be a power of two <= " + std::to_string(l.max_workgroup));
         g.workgroup_size = options.workgroup_size;
     }
-    if (options.slots) g.slots = options.slots;
+    if (options.slots) {
+        if (options.slots > kMaxSlots)
+            throw Error(ErrorKind::invalid_argument,
+                        "slots override " + std::to_string(options.slots) + ": at most " + std::to_string(kMaxSlots));
+        g.slots = options.slots;
+    }
+    if (uint64_t{g.workgroup_size} * g.slots > kMaxWorkgroupSlots)
+        throw Error(ErrorKind::invalid_argument,
+                    "workgroup of " + std::to_string(g.workgroup_size) + " x " + std::to_string(g.slots) +
+                        " slots: at most " + std::to_string(kMaxWorkgroupSlots) +
+                        " vec4 slots a workgroup (1024 x 8, 512 x 16)");
     if (g.subgroup_rows) {
         g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
         g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
