@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 
@@ -344,6 +345,84 @@ BufferRange workspace_for(Context& ctx, const Plan& plan, const Buffers& buffers
     return {buffers.workspace->buffer(), 0, plan.workspace_bytes};
 }
 
+// A single-pass backward call that failed its check, told in full on
+// stderr (explain_single_pass_backward()): each row's largest dx error,
+// sink gradient and count; the chunks whose dx is off, with the row sum
+// they were written with; every chunk whose partial in the workspace (the
+// first call's bank) is missing or differs from the host's sum over the
+// same elements.
+struct FailedBackward {
+    const Plan& plan;
+    const std::vector<double>& y;
+    const std::vector<double>& dy;
+    const std::vector<double>& got;  // dx
+    const std::vector<double>& ref;
+    const std::vector<float>& sink_got;
+    const std::vector<double>& sink_ref;
+    std::vector<uint32_t> words;  // the workspace after the call
+};
+
+// A published word's float (stored complemented).
+double published_float(uint32_t w) {
+    float f;
+    const uint32_t bits = ~w;
+    std::memcpy(&f, &bits, 4);
+    return static_cast<double>(f);
+}
+
+// Chunk c of row r: its dx error and the workspace's partial against the host's.
+void explain_chunk(const FailedBackward& f, uint64_t r, uint64_t c, double row_sum, double scale, std::ostream& out) {
+    const Problem& p = f.plan.problem;
+    const uint64_t rows = p.shape.rows(), chunks = f.plan.push.chunks, chunk = f.plan.push.chunk;
+    const uint64_t base = p.shape.row_start(r);
+    double sum = 0, mass = 0, worst = 0, largest_y = 0, implied = 0;
+    for (uint64_t i = c * chunk; i < std::min(p.shape.axis, (c + 1) * chunk); ++i) {
+        const uint64_t at = base + i * p.shape.inner;
+        sum += f.y[at] * f.dy[at];
+        mass += f.y[at];
+        worst = std::max(worst, std::abs(f.got[at] - f.ref[at]));
+        // The row sum this dx was written with: dx = y (dy - S).
+        if (f.y[at] > largest_y) largest_y = f.y[at], implied = f.dy[at] - f.got[at] / f.y[at];
+    }
+    if (worst > 1e-6 * (scale + 1e-30))
+        out << "    chunk " << c << ": dx off by up to " << worst << ", written with a row sum of " << implied
+            << " (the row's: " << row_sum << "; this chunk's: " << sum << ")\n";
+    const uint64_t w = 4 * (r * chunks + c), next = 4 * (rows * chunks + r * chunks + c);
+    const bool published = f.words[w] && f.words[w + 1] && f.words[w + 2];
+    const double d = published_float(f.words[w + 1]), m = published_float(f.words[w]);
+    if (published && std::abs(d - sum) <= 1e-4 * (std::abs(sum) + 1e-3) &&
+        (f.sink_ref.empty() || std::abs(m - mass) <= 1e-4 * (mass + 1e-3)))
+        return;
+    out << "    chunk " << c << ": " << (published ? "published" : "not published") << " sum " << d << " mass " << m
+        << " flags " << std::hex << f.words[w + 2] << std::dec << "; host sum " << sum << " mass " << mass
+        << "; next bank words " << f.words[next] << " " << f.words[next + 1] << " " << f.words[next + 2] << "\n";
+}
+
+void explain_single_pass_backward(Context& ctx, const Buffer& workspace, FailedBackward f) {
+    const Problem& p = f.plan.problem;
+    const uint64_t rows = p.shape.rows(), chunks = f.plan.push.chunks;
+    f.words.resize(f.plan.workspace_bytes / 4);
+    download(ctx, workspace, f.words.data(), f.plan.workspace_bytes);
+    std::ostringstream out;
+    out << "  single-pass backward " << p.shape.outer << "x" << p.shape.axis << ": " << chunks << " chunks of "
+        << f.plan.push.chunk << " a row\n";
+    for (uint64_t r = 0; r < rows; ++r) {
+        const uint64_t base = p.shape.row_start(r);
+        double worst = 0, scale = 0, row_sum = 0;
+        for (uint64_t i = 0; i < p.shape.axis; ++i) {
+            const uint64_t at = base + i * p.shape.inner;
+            worst = std::max(worst, std::abs(f.got[at] - f.ref[at]));
+            scale = std::max(scale, std::abs(f.ref[at]));
+            row_sum += f.y[at] * f.dy[at];
+        }
+        out << "  row " << r << ": largest dx error " << worst << " (largest |dx| " << scale << ")";
+        if (!f.sink_ref.empty()) out << ", sink gradient " << f.sink_got[r] << " against " << f.sink_ref[r];
+        out << ", count " << f.words[8 * rows * chunks + r] << "\n";
+        for (uint64_t c = 0; c < chunks; ++c) explain_chunk(f, r, c, row_sum, scale, out);
+    }
+    std::fprintf(stderr, "%s", out.str().c_str());
+}
+
 // The backward pass of the case: y the float64 softmax of fresh logits and
 // dy normal(0, 1), both in the storage type; one call checked against the
 // backward reference, then timed over 3 x tensor bytes.
@@ -386,13 +465,16 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     const double bound = accuracy_bound(p.dtype, p.log).rel;
     row.max_rel_error = acc.max_rel;
     row.verified = acc.within(bound, 0.0);
+    std::vector<float> sink_got(p.attention.sinks ? p.shape.rows() : 0);
     if (sink_gradient) {
-        std::vector<float> got(p.shape.rows());
-        download(ctx, *sink_gradient, got.data(), plan.sink_gradient_bytes);
-        const Accuracy s = compare_sink_gradient(p, y, dy, std::vector<double>(got.begin(), got.end()), sink_ref);
+        download(ctx, *sink_gradient, sink_got.data(), plan.sink_gradient_bytes);
+        const Accuracy s = compare_sink_gradient(p, y, dy, std::vector<double>(sink_got.begin(), sink_got.end()), sink_ref);
         row.max_rel_error = std::max(row.max_rel_error, s.max_rel);
         row.verified = row.verified && s.within(bound, 0.0);
     }
+    if (!row.verified && plan.path == Path::single_pass && p.shape.inner == 1)
+        explain_single_pass_backward(ctx, *buffers->workspace,
+                                     {plan, y, dy, to_double(host.data(), n, p.dtype), ref, sink_got, sink_ref, {}});
     row.t = time_calls(ctx, o, row.bytes, call);
     if (plan.passes == 2) {
         Plan first = plan;

@@ -33,10 +33,10 @@ constexpr uint32_t kRowSlotsAtMaxWorkgroup = 8;
 // this many vec4 slots per workgroup, as the plan's own largest do (1024 x
 // kRowSlotsAtMaxWorkgroup, 512 x kMaxSlots). Past it the slots alone fill
 // an NVIDIA SM's 64K registers; forced to 1024 x 16, the 580.159.04 driver
-// built 16-bit workgroup rows into pipelines that reported 64 GiB of local
-// memory and wrote wrong outputs for rows leaving most slots empty (f16
+// built 16-bit workgroup rows into pipelines with 128 bytes of local
+// memory that wrote wrong outputs for rows leaving most slots empty (f16
 // and bf16 1x4096-1x16384), where f32, 1024 x 8 and 512 x 16 passed
-// (bench/NOTES.md, v23).
+// (bench/NOTES.md, v23 and v24).
 constexpr uint32_t kMaxWorkgroupSlots = 8192;
 // A fp16 row is held as fp32, twice its bytes: beyond 16 elements per
 // invocation of the largest workgroup it is read in tiles of 4 slots and
