@@ -393,8 +393,10 @@ TEST(Plan, RejectsWhatItCannotPlan) {
 
 // Forced geometries stay within the vec4 slots the plan's own largest
 // workgroups hold (1024 x 8, 512 x 16): past them, NVIDIA 580.159.04 built
-// 16-bit workgroup rows into wrong pipelines. Every planned geometry is
-// within them too, forward and backward, in every storage type.
+// 16-bit workgroup rows into wrong pipelines. A workgroup size forced with
+// them is refused; slots forced alone halve the plan's workgroup. Every
+// planned geometry is within them too, forward and backward, in every
+// storage type.
 TEST(Plan, ForcedGeometryWithinTheSlotsAWorkgroupHolds) {
     const DeviceInfo d = h200();
     struct Forced {
@@ -424,6 +426,14 @@ TEST(Plan, ForcedGeometryWithinTheSlotsAWorkgroupHolds) {
             }
         }
     }
+    // Slots forced alone on a row the plan gives 1024 invocations: the
+    // workgroup halves to 512.
+    PlanOptions slots_only;
+    slots_only.path = Path::workgroup_row;
+    slots_only.slots = 16;
+    const Plan halved = plan_geometry(d, rows_of(3, 40000), slots_only);
+    EXPECT_EQ(halved.key[0].workgroup_size, 512u) << "f32 3x40000 forced to 16 slots";
+    EXPECT_EQ(halved.key[0].slots, 16u) << "f32 3x40000 forced to 16 slots";
     DeviceInfo counted = d;
     counted.multiprocessors = 132;
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})

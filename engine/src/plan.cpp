@@ -506,6 +506,10 @@ void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& opt
                         "slots override " + std::to_string(options.slots) + ": at most " + std::to_string(kMaxSlots));
         g.slots = options.slots;
     }
+    // Slots forced alone: the plan's workgroup halves until they fit.
+    while (!options.workgroup_size && uint64_t{g.workgroup_size} * g.slots > kMaxWorkgroupSlots &&
+           g.workgroup_size / 2 >= l.min_workgroup)
+        g.workgroup_size /= 2;
     if (uint64_t{g.workgroup_size} * g.slots > kMaxWorkgroupSlots)
         throw Error(ErrorKind::invalid_argument,
                     "workgroup of " + std::to_string(g.workgroup_size) + " x " + std::to_string(g.slots) +
