@@ -79,9 +79,8 @@ namespace {
 // A transfer's writes made visible to what later submissions on the queue
 // do with them: shaders read and write them (a single-pass workspace's
 // atomics do both), transfers copy them. A fence wait orders the next
-// submission after the transfer but makes nothing visible to it: without
-// this, a shader may read an earlier call's data from a cache that the
-// transfer's writes did not reach.
+// submission after the transfer but, by the spec, makes nothing visible
+// to it.
 void transfer_to_later_work(Context& ctx, VkCommandBuffer cb) {
     VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
                       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |

@@ -434,13 +434,6 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
     return g;
 }
 
-// Long rows in one dispatch: a workgroup per chunk. A chunk of at most
-// kSinglePassHeldSlots slots per invocation is one tile, held in registers
-// from its statistic to its write; longer chunks are re-read tile by tile
-// (set_chunks() keeps the count a power of two, at most 32 per invocation).
-// Batches of kSinglePassBatchRows rows or more take chunks of at least
-// kSinglePassBatchChunk, re-read from L2, so that their grid stays small
-// enough to be resident.
 // Chunk boundaries of the single-pass path where it sizes chunks by the
 // row rather than by tiles: whole vectors of every access width (8
 // elements: 32-byte sectors of fp32). Fine enough that the chunks of a
@@ -449,6 +442,13 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
 // last may still be empty.
 constexpr uint64_t kSinglePassChunkAlign = 8;
 
+// Long rows in one dispatch: a workgroup per chunk. A chunk of at most
+// kSinglePassHeldSlots slots per invocation is one tile, held in registers
+// from its statistic to its write; longer chunks are re-read tile by tile
+// (set_chunks() keeps the count a power of two, at most 32 per invocation).
+// Batches of kSinglePassBatchRows rows or more take chunks of at least
+// kSinglePassBatchChunk, re-read from L2, so that their grid stays small
+// enough to be resident.
 Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;

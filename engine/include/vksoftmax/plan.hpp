@@ -69,7 +69,9 @@ struct PlanOptions {
     uint64_t max_range_bytes = 0;
     uint32_t workgroup_size = 0;     // override (a power of two); 0: the plan's choice
     uint32_t slots = 0;              // override of vec4 slots per invocation (rows_per_slot: rows
-                                     // per subgroup, one per slot); 0: the plan's choice
+                                     // per subgroup, one per slot); 0: the plan's choice. At most
+                                     // 16, and 8192 a workgroup: alone, it halves the plan's
+                                     // workgroup to fit; with workgroup_size past it, refused
 };
 
 struct Plan {
