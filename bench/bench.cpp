@@ -202,10 +202,12 @@ Buffers::Buffers(Context& ctx, uint64_t tensor_bytes, uint64_t workspace_bytes)
     fill(ctx, *workspace, 0);
 }
 
-std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const PlanOptions& plan) {
+std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const Options& o) {
     uint64_t tensor = 0, workspace = 0;
     for (const Case& c : cases) {
-        const Plan pl = make_plan(ctx, problem_of(c), plan);
+        // The problem measure() plans: a backward plan's workspace may be
+        // larger than the forward one's.
+        const Plan pl = make_plan(ctx, problem_of(c, o), o.plan);
         tensor = std::max(tensor, pl.tensor_bytes);
         workspace = std::max(workspace, pl.workspace_bytes);
     }
@@ -336,13 +338,24 @@ void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const O
     });
 }
 
+// The first `bytes` of `b` as a call's range. A range past the buffer's
+// end would reach memory the buffer does not own, which neither the fill
+// nor the download of the buffer covers: refused.
+BufferRange front(const Buffer& b, uint64_t bytes) {
+    if (bytes > b.size())
+        throw Error(ErrorKind::invalid_argument, "bench: a range of " + std::to_string(bytes) + " bytes of " + b.name() +
+                                                     ", which holds " + std::to_string(b.size()));
+    return {b.buffer(), 0, bytes};
+}
+
 // The plan's window of the shared workspace (none where it needs none).
 // The cases before left partials, flags and counts in it; a single-pass
 // plan's first call needs it zero.
 BufferRange workspace_for(Context& ctx, const Plan& plan, const Buffers& buffers) {
     if (!plan.workspace_bytes) return {};
+    const BufferRange range = front(*buffers.workspace, plan.workspace_bytes);
     if (plan.workspace_zeroed) fill(ctx, *buffers.workspace, 0);
-    return {buffers.workspace->buffer(), 0, plan.workspace_bytes};
+    return range;
 }
 
 // A single-pass backward call that failed its check, told in full on
@@ -441,12 +454,12 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     const std::vector<double>& dy = in.dy;
     std::unique_ptr<Buffers> own;
     if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
+    const BufferRange y_range = front(*buffers->in, plan.tensor_bytes);
+    const BufferRange dy_range = front(*buffers->gradient, plan.tensor_bytes);
+    const BufferRange dx_range = front(*buffers->out, plan.tensor_bytes);
+    const BufferRange workspace = workspace_for(ctx, plan, *buffers);
     upload(ctx, *buffers->in, to_storage(y, p.dtype).data(), plan.tensor_bytes);
     upload(ctx, *buffers->gradient, to_storage(dy, p.dtype).data(), plan.tensor_bytes);
-    const BufferRange y_range{buffers->in->buffer(), 0, plan.tensor_bytes};
-    const BufferRange dy_range{buffers->gradient->buffer(), 0, plan.tensor_bytes};
-    const BufferRange dx_range{buffers->out->buffer(), 0, plan.tensor_bytes};
-    const BufferRange workspace = workspace_for(ctx, plan, *buffers);
     std::unique_ptr<Buffer> sink_gradient;
     if (plan.sink_gradient_bytes)
         sink_gradient = std::make_unique<Buffer>(ctx, plan.sink_gradient_bytes, MemoryKind::device, "sink gradient");
@@ -500,9 +513,9 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
     const Logits logits = fresh_logits(c, plan.tensor_bytes, o.sigma);
     std::unique_ptr<Buffers> own;
     if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
-    upload(ctx, *buffers->in, logits.bytes.data(), logits.bytes.size());
-    const BufferRange in{buffers->in->buffer(), 0, plan.tensor_bytes}, out{buffers->out->buffer(), 0, plan.tensor_bytes};
+    const BufferRange in = front(*buffers->in, plan.tensor_bytes), out = front(*buffers->out, plan.tensor_bytes);
     const BufferRange workspace = workspace_for(ctx, plan, *buffers);
+    upload(ctx, *buffers->in, logits.bytes.data(), logits.bytes.size());
     auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace, attention); };
     check_one_call(ctx, plan, logits, *buffers->out, call, mask.data(), row);
     row.t = time_calls(ctx, o, row.bytes, call);
@@ -535,9 +548,10 @@ Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o
     // Not zeros: some memory systems move zeros faster than data.
     fill(ctx, in, 0x3f9e0419u);
     DescriptorBuffers infos;
-    infos.info[0] = {in.buffer(), 0, bytes};
-    infos.info[1] = {out.buffer(), 0, bytes};
-    infos.info[2] = {in.buffer(), 0, bytes};
+    const BufferRange src = front(in, bytes), dst = front(out, bytes);
+    infos.info[0] = {src.buffer, src.offset, src.range};
+    infos.info[1] = {dst.buffer, dst.offset, dst.range};
+    infos.info[2] = infos.info[0];
     PushConstants push{static_cast<uint32_t>(bytes / 16), 0, 0, 0, 0, 0.f, {}};
     const Gaps gaps(ctx, dependency, o.iters, out.buffer());
     return time_calls(ctx, o, 2 * bytes, [&](VkCommandBuffer cb) { pl.dispatch(ctx.vk(), cb, infos, VK_NULL_HANDLE, push, groups); },

@@ -80,8 +80,9 @@ struct Buffers {
     std::unique_ptr<Buffer> gradient;  // the backward pass's dy
 
 };
-// The largest tensor and workspace among `cases` on this device.
-std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const PlanOptions& plan);
+// The largest tensor and workspace among `cases` on this device, as
+// measure() plans them with `o` (forward or backward, attention options).
+std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const Options& o);
 
 struct Timing {
     double median_us = 0, min_us = 0;

@@ -157,7 +157,7 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
         if (std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) fmt::print(stderr, "bench: {}\n", what);
     };
     Measured m;
-    const auto [tensor_bytes, workspace_bytes] = bench::sizes(ctx, cases, o.plan);
+    const auto [tensor_bytes, workspace_bytes] = bench::sizes(ctx, cases, o);
     // The backward pass moves 3 x tensor bytes: its ceiling is a copy of 1.5 x.
     m.ceiling_bytes = std::max<uint64_t>(o.backward ? tensor_bytes / 32 * 48 + 16 : tensor_bytes, 1 << 20);
     std::unique_ptr<bench::Buffers> buffers;

@@ -3,7 +3,8 @@
 # validation layer and the GPU's Vulkan driver installed): lists devices,
 # runs the demo, the whole GPU test suite with every sweep at full size (a
 # CPU driver runs a share of each sweep), the CLI and concurrency tests, the
-# embedding and fused examples and the embedding tests, and the full
+# embedding and fused examples and the embedding tests, the benchmark's
+# checked calls over plans that share its buffers, and the full
 # conformance catalogue on the
 # default device (twice where it offers subgroup uniform control flow: with
 # it and without). Run from the repository root after building. Logs and
@@ -25,7 +26,7 @@ out=${OUT:-/tmp}
 stage=${1:-all}
 filter=${2:-}
 case "$stage" in all | tests | conformance) ;; *) echo "usage: $0 [tests | conformance [FILTER]]" >&2; exit 2 ;; esac
-demo_rc=0 tests_rc=0 cli_rc=0 concurrency_rc=0 embed_rc=0 fused_rc=0 embed_tests_rc=0 conf_rc=0 conf2_rc=0
+demo_rc=0 tests_rc=0 cli_rc=0 concurrency_rc=0 embed_rc=0 fused_rc=0 embed_tests_rc=0 bench_rc=0 conf_rc=0 conf2_rc=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
 build/bin/vksoftmax devices | tee "$out/devices.txt"
 if [ "$stage" != conformance ]; then
@@ -37,6 +38,13 @@ if [ "$stage" != conformance ]; then
   build/bin/embed && build/bin/embed_static; embed_rc=$?
   build/bin/fused && build/bin/fused_timing; fused_rc=$?
   build/bin/vksoftmax_embed_tests --gtest_brief=1 2>&1 | tail -4; embed_tests_rc=${PIPESTATUS[0]}
+  # The bench runs every case on one set of buffers: single-pass backward
+  # plans whose workspaces differ, one after another, each first call
+  # checked (a workspace sized for smaller plans once made the second go
+  # wrong: bench/NOTES.md, v25).
+  build/bin/vksoftmax bench --backward --sinks --shapes 1x262144,4x98304,2x49152 --chunk 4096 --dtype f32,f16 \
+    --warmup-ms 20 --repeats 3 > "$out/bench-sequence.txt" 2>&1; bench_rc=$?
+  grep -E "WRONG|vksoftmax:" "$out/bench-sequence.txt" | head -4; echo "bench sequence rc=$bench_rc"
 fi
 if [ "$stage" != tests ]; then
   build/bin/vksoftmax conformance ${filter:+--filter "$filter"} --json "$out/conformance.json" > "$out/conformance.txt" 2>&1; conf_rc=$?
@@ -56,5 +64,5 @@ if [ "$stage" != conformance ]; then
   grep -E "^\[ +(OK|FAILED) +\]|PASSED|FAILED" "$out/concurrency.txt" | tail -6
   [ "$concurrency_rc" = 124 ] && echo "concurrency: timed out after 60 s in $(grep "RUN" "$out/concurrency.txt" | tail -1)"
 fi
-echo "demo rc=$demo_rc gpu tests rc=$tests_rc cli tests rc=$cli_rc concurrency rc=$concurrency_rc embed rc=$embed_rc fused rc=$fused_rc embed tests rc=$embed_tests_rc conformance rc=$conf_rc without uniform control flow rc=$conf2_rc"
-[ "$demo_rc$tests_rc$cli_rc$concurrency_rc$embed_rc$fused_rc$embed_tests_rc$conf_rc$conf2_rc" = "000000000" ]
+echo "demo rc=$demo_rc gpu tests rc=$tests_rc cli tests rc=$cli_rc concurrency rc=$concurrency_rc embed rc=$embed_rc fused rc=$fused_rc embed tests rc=$embed_tests_rc bench sequence rc=$bench_rc conformance rc=$conf_rc without uniform control flow rc=$conf2_rc"
+[ "$demo_rc$tests_rc$cli_rc$concurrency_rc$embed_rc$fused_rc$embed_tests_rc$bench_rc$conf_rc$conf2_rc" = "0000000000" ]
