@@ -709,19 +709,40 @@ TEST(Plan, SinglePassChunks) {
     // Overrides keep both: the smallest chunks in workgroups of 32 on 1x16M
     // (at least 16M / (32 x 32) = 16384 elements, 1024 chunks) and slots 3
     // on 1x100000 (tiles of 3072: 33 chunks, rounded up to 64).
-    PlanOptions small = allowed;
-    small.workgroup_size = 32;
-    small.chunk_elements = 1;
-    const Plan narrow = plan_geometry(d, rows_of(1, 1u << 24), small);
-    EXPECT_EQ(narrow.push.chunks, 1024u);
-    EXPECT_EQ(narrow.push.chunk, 16384u);
-    PlanOptions three = allowed;
-    three.slots = 3;
-    three.chunk_elements = 1;
-    const Plan odd = plan_geometry(d, rows_of(1, 100000), three);
-    EXPECT_EQ(odd.push.chunk, 3072u);
-    EXPECT_EQ(odd.push.chunks, 64u);
-    EXPECT_EQ(odd.workspace_bytes, 2 * 64u * 16 + 16);
+    auto overridden = [&](const PlanOptions& base, uint32_t workgroup_size, uint32_t slots, uint32_t chunk_elements) {
+        PlanOptions o = base;
+        o.workgroup_size = workgroup_size;
+        o.slots = slots;
+        o.chunk_elements = chunk_elements;
+        return o;
+    };
+    auto expect_chunks = [&](const PlanOptions& o, uint64_t cols, uint32_t chunks, uint32_t chunk) {
+        const Plan plan = plan_geometry(d, rows_of(1, cols), o);
+        EXPECT_EQ(plan.push.chunks, chunks) << "1x" << cols << " at " << o.workgroup_size << " x " << o.slots;
+        EXPECT_EQ(plan.push.chunk, chunk) << "1x" << cols << " at " << o.workgroup_size << " x " << o.slots;
+        return plan;
+    };
+    expect_chunks(overridden(allowed, 32, 0, 1), 1u << 24, 1024, 16384);
+    EXPECT_EQ(expect_chunks(overridden(allowed, 0, 3, 1), 100000, 64, 3072).workspace_bytes, 2 * 64u * 16 + 16);
+
+    // A forced workgroup or slot count alone keeps the chunks filled: 1x49152
+    // in workgroups of 512 (tiles of 8192) takes 8 chunks of 6144, not 8 of
+    // 8192 with 2 empty; 4 slots forced on 1x98304 at 128 invocations (tiles
+    // of 2048) take 32 of 3072, not 32 of 4096 with 8 empty. Every row, both
+    // overrides: no chunk empty.
+    const PlanOptions wide = overridden(forced, 512, 0, 0), slim = overridden(forced, 128, 4, 0);
+    expect_chunks(wide, 49152, 8, 6144);
+    expect_chunks(slim, 98304, 32, 3072);
+    for (const PlanOptions& o : {wide, slim})
+        for (uint64_t rows = 1; rows < 8; ++rows)
+            for (uint64_t cols : {20480ull, 30011ull, 49152ull, 98304ull, 196608ull, 1000003ull}) {
+                const Plan plan = plan_geometry(d, rows_of(rows, cols), o);
+                const std::string which = std::to_string(o.workgroup_size) + " invocations forced, " +
+                                          std::to_string(rows) + "x" + std::to_string(cols) + ": " +
+                                          std::to_string(plan.push.chunks) + " chunks of " + std::to_string(plan.push.chunk);
+                EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, cols) << which << ": the last one empty";
+                EXPECT_GE(uint64_t{plan.push.chunks} * plan.push.chunk, cols) << which << ": the row not covered";
+            }
 
     // The split path's plans need no zeroed workspace.
     EXPECT_FALSE(plan_geometry(without_memory_model(), rows_of(1, 1u << 24)).workspace_zeroed);

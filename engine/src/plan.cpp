@@ -442,6 +442,22 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
 // last may still be empty.
 constexpr uint64_t kSinglePassChunkAlign = 8;
 
+// Fewer rows than a batch keep chunks of about kSinglePassMinChunk, and
+// whole tiles of it in a power-of-two count can leave the last chunks
+// empty (1x49152: 12 of 16). An empty chunk's workgroup still waits for
+// the row's statistic, which cost about 0.9 us a call on NVIDIA (f32
+// 1x28672, 7 of 8 chunks used, 7.86 us; 1x28673, 8 used, 7.21;
+// bench/NOTES.md, v23). There each chunk takes the count's share of the
+// row instead, in whole vectors (kSinglePassChunkAlign), so that every
+// chunk of a row's longest window holds elements; a chunk of one tile or
+// less stays in the slots. Rows that fill their chunks keep them, and
+// batches keep theirs (plan_single_pass() sizes them to fill).
+void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
+    const uint64_t window = row_window(problem, Path::single_pass, l);
+    if (problem.shape.rows() < kSinglePassBatchRows && uint64_t{g.chunks - 1} * g.chunk >= window)
+        g.chunk = static_cast<uint32_t>(div_up(div_up(window, g.chunks), kSinglePassChunkAlign) * kSinglePassChunkAlign);
+}
+
 // Long rows in one dispatch: a workgroup per chunk. A chunk of at most
 // kSinglePassHeldSlots slots per invocation is one tile, held in registers
 // from its statistic to its write; longer chunks are re-read tile by tile
@@ -473,17 +489,7 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
                   ? slots_for(problem, Path::single_pass, l, div_up(want, per_slot), kSinglePassHeldSlots)
                   : kSplitSlots;
     set_chunks(g, problem, l, Path::single_pass, want);
-    // Fewer rows than a batch keep chunks of about kSinglePassMinChunk, and
-    // whole tiles of it in a power-of-two count can leave the last chunks
-    // empty (1x49152: 12 of 16). An empty chunk's workgroup still waits for
-    // the row's statistic, which cost about 0.9 us a call on NVIDIA (f32
-    // 1x28672, 7 of 8 chunks used, 7.86 us; 1x28673, 8 used, 7.21;
-    // bench/NOTES.md, v23). There each chunk takes the count's share of the
-    // row instead, in whole vectors (kSinglePassChunkAlign), so that every
-    // chunk of a row's longest window holds elements; a chunk of one tile
-    // or less stays in the slots. Rows that fill their chunks keep them.
-    if (!options.chunk_elements && rows < kSinglePassBatchRows && uint64_t{g.chunks - 1} * g.chunk >= window)
-        g.chunk = static_cast<uint32_t>(div_up(div_up(window, g.chunks), kSinglePassChunkAlign) * kSinglePassChunkAlign);
+    if (!options.chunk_elements) fill_chunks(g, problem, l);
     if (g.items > std::numeric_limits<uint32_t>::max())
         throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
     return g;
@@ -519,7 +525,11 @@ void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& opt
         g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
         g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
     }
-    if (chunked(path)) set_chunks(g, problem, l, path, g.chunk);
+    if (!chunked(path)) return;
+    // The chunks again for the new tile: whole tiles, then (single-pass)
+    // filled as the plan fills them, unless the chunk was forced too.
+    set_chunks(g, problem, l, path, options.chunk_elements ? options.chunk_elements : g.chunk);
+    if (path == Path::single_pass && !options.chunk_elements) fill_chunks(g, problem, l);
 }
 
 // The attention options into the plan: its pipeline key's options, push
