@@ -18,6 +18,7 @@
 #include "vksoftmax/error.hpp"
 #include "vksoftmax/half.hpp"
 #include "vksoftmax/plan.hpp"
+#include "vksoftmax/single_pass_workspace.hpp"
 #include "vksoftmax/timer.hpp"
 
 namespace vksoftmax::bench {
@@ -375,18 +376,10 @@ struct FailedBackward {
     std::vector<uint32_t> words;  // the workspace after the call
 };
 
-// A published word's float (stored complemented).
-double published_float(uint32_t w) {
-    float f;
-    const uint32_t bits = ~w;
-    std::memcpy(&f, &bits, 4);
-    return static_cast<double>(f);
-}
-
 // Chunk c of row r: its dx error and the workspace's partial against the host's.
 void explain_chunk(const FailedBackward& f, uint64_t r, uint64_t c, double row_sum, double scale, std::ostream& out) {
     const Problem& p = f.plan.problem;
-    const uint64_t rows = p.shape.rows(), chunks = f.plan.push.chunks, chunk = f.plan.push.chunk;
+    const uint64_t chunk = f.plan.push.chunk;
     const uint64_t base = p.shape.row_start(r);
     double sum = 0, mass = 0, worst = 0, largest_y = 0, implied = 0;
     for (uint64_t i = c * chunk; i < std::min(p.shape.axis, (c + 1) * chunk); ++i) {
@@ -400,14 +393,14 @@ void explain_chunk(const FailedBackward& f, uint64_t r, uint64_t c, double row_s
     if (worst > 1e-6 * (scale + 1e-30))
         out << "    chunk " << c << ": dx off by up to " << worst << ", written with a row sum of " << implied
             << " (the row's: " << row_sum << "; this chunk's: " << sum << ")\n";
-    const uint64_t w = 4 * (r * chunks + c), next = 4 * (rows * chunks + r * chunks + c);
-    const bool published = f.words[w] && f.words[w + 1] && f.words[w + 2];
-    const double d = published_float(f.words[w + 1]), m = published_float(f.words[w]);
-    if (published && std::abs(d - sum) <= 1e-4 * (std::abs(sum) + 1e-3) &&
-        (f.sink_ref.empty() || std::abs(m - mass) <= 1e-4 * (mass + 1e-3)))
+    const single_pass_workspace::Layout layout(f.plan);
+    const uint64_t next = layout.partial_word(1, r, c);
+    const single_pass_workspace::Partial part = single_pass_workspace::read_partial(f.words, layout.partial_word(0, r, c));
+    if (part.published && std::abs(part.d - sum) <= 1e-4 * (std::abs(sum) + 1e-3) &&
+        (f.sink_ref.empty() || std::abs(part.m - mass) <= 1e-4 * (mass + 1e-3)))
         return;
-    out << "    chunk " << c << ": " << (published ? "published" : "not published") << " sum " << d << " mass " << m
-        << " flags " << std::hex << f.words[w + 2] << std::dec << "; host sum " << sum << " mass " << mass
+    out << "    chunk " << c << ": " << (part.published ? "published" : "not published") << " sum " << part.d << " mass "
+        << part.m << " flags " << std::hex << part.flags << std::dec << "; host sum " << sum << " mass " << mass
         << "; next bank words " << f.words[next] << " " << f.words[next + 1] << " " << f.words[next + 2] << "\n";
 }
 
@@ -430,7 +423,7 @@ void explain_single_pass_backward(Context& ctx, const Buffer& workspace, FailedB
         }
         out << "  row " << r << ": largest dx error " << worst << " (largest |dx| " << scale << ")";
         if (!f.sink_ref.empty()) out << ", sink gradient " << f.sink_got[r] << " against " << f.sink_ref[r];
-        out << ", count " << f.words[8 * rows * chunks + r] << "\n";
+        out << ", count " << f.words[single_pass_workspace::Layout(f.plan).count_word(r)] << "\n";
         for (uint64_t c = 0; c < chunks; ++c) explain_chunk(f, r, c, row_sum, scale, out);
     }
     std::fprintf(stderr, "%s", out.str().c_str());

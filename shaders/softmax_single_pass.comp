@@ -42,7 +42,7 @@
 //
 // The workspace (zero before a plan's first dispatch): two banks of 16
 // bytes per chunk {~m, ~d, flags | PUBLISHED, unused}, then one count per
-// row.
+// row (vksoftmax/single_pass_workspace.hpp reads it back on the host).
 #define SINGLE_PASS
 #include "softmax_common.glsl"
 

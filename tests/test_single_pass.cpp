@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "gpu_fixture.hpp"
+#include "vksoftmax/single_pass_workspace.hpp"
 
 using namespace vkstest;
 
@@ -188,15 +189,17 @@ TEST_F(SinglePassTest, CallsAreGenerations) {
     // all zero, cleared for a sixth call.
     std::vector<uint32_t> words(plan.workspace_bytes / 4);
     download(c, ws, words.data(), plan.workspace_bytes);
-    const uint64_t rows = p.shape.rows(), chunks = plan.push.chunks;
+    const single_pass_workspace::Layout layout(plan);
+    const uint64_t chunks = layout.chunks;
     const uint64_t last_bank = (calls - 1) % 2, next_bank = calls % 2;
-    for (uint64_t r = 0; r < rows; ++r) {
-        ASSERT_EQ(words[8 * rows * chunks + r], calls * chunks) << "row " << r << "'s count after " << calls << " calls";
+    for (uint64_t r = 0; r < layout.rows; ++r) {
+        ASSERT_EQ(words[layout.count_word(r)], calls * chunks) << "row " << r << "'s count after " << calls << " calls";
         for (uint64_t k = 0; k < chunks; ++k) {
-            const uint64_t last = 4 * (last_bank * rows * chunks + r * chunks + k);
-            const uint64_t next = 4 * (next_bank * rows * chunks + r * chunks + k);
-            EXPECT_NE(words[last + 2] & 0x80000000u, 0u) << "row " << r << " chunk " << k << ": flags word "
-                                                         << words[last + 2] << " of the last call not marked published";
+            const uint64_t last = layout.partial_word(last_bank, r, k);
+            const uint64_t next = layout.partial_word(next_bank, r, k);
+            EXPECT_NE(words[last + 2] & single_pass_workspace::kPublished, 0u)
+                << "row " << r << " chunk " << k << ": flags word " << words[last + 2]
+                << " of the last call not marked published";
             for (uint64_t w = 0; w < 3; ++w)
                 ASSERT_EQ(words[next + w], 0u) << "row " << r << " chunk " << k << " word " << w
                                                << " of the next call's bank not cleared";

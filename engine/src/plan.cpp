@@ -8,6 +8,7 @@
 #include "vksoftmax/attention.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
+#include "vksoftmax/single_pass_workspace.hpp"
 
 namespace vksoftmax {
 namespace {
@@ -390,13 +391,6 @@ Geometry plan_workgroup_row(const DeviceInfo& d, const Problem& problem, const L
     return g;
 }
 
-// The single-pass path's workspace: two banks (alternate calls) of a
-// 16-byte partial per chunk, then a 4-byte count per row, rounded up to 16
-// bytes (softmax_single_pass.comp).
-uint64_t single_pass_workspace(uint64_t rows, uint64_t chunks) {
-    return 2 * rows * chunks * 16 + div_up(4 * rows, 16) * 16;
-}
-
 // Chunks of a chunked path for the geometry's tile: `want` elements each,
 // rounded up to whole tiles, over the row's longest window. The
 // single-pass path's chunk count is a power of two (the shader's
@@ -415,7 +409,7 @@ void set_chunks(Geometry& g, const Problem& problem, const Limits& l, Path path,
     if (single_pass && floor_pow2(g.chunks) < g.chunks) g.chunks = 2 * floor_pow2(g.chunks);
     const uint64_t rows = problem.shape.rows();
     g.items = rows * g.chunks;
-    g.workspace_bytes = single_pass ? single_pass_workspace(rows, g.chunks) : rows * g.chunks * 16;
+    g.workspace_bytes = single_pass ? single_pass_workspace::bytes(rows, g.chunks) : rows * g.chunks * 16;
 }
 
 // Long rows: chunks across workgroups, two dispatches.
