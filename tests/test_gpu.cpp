@@ -693,6 +693,36 @@ TEST_F(Gpu, PlanRejectsWhatTheDeviceCannotHold) {
     }
 }
 
+// upload() and download() copy within their buffer or not at all: past its
+// end Vulkan would copy into (or out of) memory the buffer does not own.
+TEST_F(Gpu, TransfersPastABuffersEndAreRefused) {
+    Buffer b(ctx(), 64, MemoryKind::device, "sixty-four");
+    std::vector<uint8_t> host(128, 7);
+    struct Copy {
+        size_t bytes;
+        VkDeviceSize offset;
+    };
+    for (Copy c : {Copy{65, 0}, Copy{32, 40}, Copy{1, 64}, Copy{8, ~VkDeviceSize{0} - 3}}) {
+        for (bool up : {true, false}) {
+            try {
+                if (up) upload(ctx(), b, host.data(), c.bytes, c.offset);
+                else download(ctx(), b, host.data(), c.bytes, c.offset);
+                ADD_FAILURE() << (up ? "upload" : "download") << " of " << c.bytes << " bytes at " << c.offset
+                              << " into a 64-byte buffer was accepted";
+            } catch (const Error& e) {
+                EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+                EXPECT_NE(std::string(e.what()).find("'sixty-four' (64 bytes)"), std::string::npos) << e.what();
+            }
+        }
+    }
+    // The whole buffer, and its last bytes, still copy.
+    upload(ctx(), b, host.data(), 64);
+    upload(ctx(), b, host.data(), 16, 48);
+    std::vector<uint8_t> back(64, 0);
+    download(ctx(), b, back.data(), 64);
+    EXPECT_EQ(back, std::vector<uint8_t>(64, 7)) << "the buffer's 64 bytes after uploads within it";
+}
+
 // Every subgroup size the device lets compute shaders require.
 TEST_F(Gpu, EveryRequiredSubgroupSize) {
     const DeviceInfo& d = ctx().info();

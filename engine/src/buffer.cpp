@@ -92,8 +92,18 @@ void transfer_to_later_work(Context& ctx, VkCommandBuffer cb) {
 
 }  // namespace
 
+// Error(invalid_argument) where `bytes` at `offset` do not lie within `b`:
+// the copy would run past the buffer's end.
+void require_within(const Buffer& b, VkDeviceSize offset, size_t bytes, const char* what) {
+    if (offset <= b.size() && bytes <= b.size() - offset) return;
+    throw Error(ErrorKind::invalid_argument, std::string(what) + " of " + std::to_string(bytes) + " bytes at offset " +
+                                                 std::to_string(offset) + " past the end of '" + b.name() + "' (" +
+                                                 std::to_string(b.size()) + " bytes)");
+}
+
 void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkDeviceSize offset) {
     if (bytes == 0) return;
+    require_within(dst, offset, bytes, "upload");
     Buffer staging(ctx, bytes, MemoryKind::upload, dst.name() + " (upload staging)");
     std::memcpy(staging.mapped(), data, bytes);
     staging.flush(ctx);
@@ -113,6 +123,7 @@ void fill(Context& ctx, const Buffer& dst, uint32_t word) {
 
 void download(Context& ctx, const Buffer& src, void* data, size_t bytes, VkDeviceSize offset) {
     if (bytes == 0) return;
+    require_within(src, offset, bytes, "download");
     Buffer staging(ctx, bytes, MemoryKind::readback, src.name() + " (readback staging)");
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
         // The shaders' and transfers' writes of earlier submissions, for the copy.

@@ -43,7 +43,8 @@ private:
 
 // Copies `bytes` from the host into `dst` at `offset`, through a staging
 // buffer; the copy is visible to the shaders and transfers of later
-// submissions on the context's queue.
+// submissions on the context's queue. upload() and download() refuse
+// (Error(invalid_argument)) a copy that runs past the buffer's end.
 void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkDeviceSize offset = 0);
 // Fills all of `dst` with the 32-bit `word` (vkCmdFillBuffer), submitted
 // and waited for, and visible to later submissions as upload()'s copy:
