@@ -90,8 +90,6 @@ void transfer_to_later_work(Context& ctx, VkCommandBuffer cb) {
                                   nullptr, 0, nullptr);
 }
 
-}  // namespace
-
 // Error(invalid_argument) where `bytes` at `offset` do not lie within `b`:
 // the copy would run past the buffer's end.
 void require_within(const Buffer& b, VkDeviceSize offset, size_t bytes, const char* what) {
@@ -100,6 +98,8 @@ void require_within(const Buffer& b, VkDeviceSize offset, size_t bytes, const ch
                                                  std::to_string(offset) + " past the end of '" + b.name() + "' (" +
                                                  std::to_string(b.size()) + " bytes)");
 }
+
+}  // namespace
 
 void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkDeviceSize offset) {
     if (bytes == 0) return;
