@@ -694,17 +694,21 @@ TEST(Plan, SinglePassChunks) {
     forced.path = Path::single_pass;
     EXPECT_EQ(plan_geometry(d, rows_of(1, 30000), forced).push.chunk, 4096u) << "1x30000 fills 8 of 4096";
     EXPECT_EQ(plan_geometry(d, rows_of(1, 28672), forced).push.chunk, 3584u) << "1x28672 would fill 7 of 8";
+    // Every chunk of rows x cols holds elements, in multiples of 8, and the
+    // chunks cover the row.
+    auto expect_filled = [&](const PlanOptions& o, uint64_t rows, uint64_t cols, Dtype dt) {
+        const Plan plan = plan_geometry(d, rows_of(rows, cols, dt), o);
+        const std::string which = std::string(dtype_name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                  " at " + std::to_string(o.workgroup_size) + " x " + std::to_string(o.slots) + ": " +
+                                  std::to_string(plan.push.chunks) + " chunks of " + std::to_string(plan.push.chunk);
+        EXPECT_EQ(plan.push.chunk % 8, 0u) << which;
+        EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, cols) << which << ": the last one empty";
+        EXPECT_GE(uint64_t{plan.push.chunks} * plan.push.chunk, cols) << which << ": the row not covered";
+    };
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (uint64_t rows = 1; rows < 8; ++rows)
-            for (uint64_t cols : {4100ull, 20480ull, 28672ull, 30011ull, 49152ull, 98304ull, 100000ull, 196608ull, 1000003ull, 1ull << 24}) {
-                const Plan plan = plan_geometry(d, rows_of(rows, cols, dt), forced);
-                const std::string which = std::string(dtype_name(dt)) + " " + std::to_string(rows) + "x" +
-                                          std::to_string(cols) + ": " + std::to_string(plan.push.chunks) +
-                                          " chunks of " + std::to_string(plan.push.chunk);
-                EXPECT_EQ(plan.push.chunk % 8, 0u) << which;
-                EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, cols) << which << ": the last one empty";
-                EXPECT_GE(uint64_t{plan.push.chunks} * plan.push.chunk, cols) << which << ": the row not covered";
-            }
+            for (uint64_t cols : {4100ull, 20480ull, 28672ull, 30011ull, 49152ull, 98304ull, 100000ull, 196608ull, 1000003ull, 1ull << 24})
+                expect_filled(forced, rows, cols, dt);
 
     // Overrides keep both: the smallest chunks in workgroups of 32 on 1x16M
     // (at least 16M / (32 x 32) = 16384 elements, 1024 chunks) and slots 3
@@ -735,14 +739,8 @@ TEST(Plan, SinglePassChunks) {
     expect_chunks(slim, 98304, 32, 3072);
     for (const PlanOptions& o : {wide, slim})
         for (uint64_t rows = 1; rows < 8; ++rows)
-            for (uint64_t cols : {20480ull, 30011ull, 49152ull, 98304ull, 196608ull, 1000003ull}) {
-                const Plan plan = plan_geometry(d, rows_of(rows, cols), o);
-                const std::string which = std::to_string(o.workgroup_size) + " invocations forced, " +
-                                          std::to_string(rows) + "x" + std::to_string(cols) + ": " +
-                                          std::to_string(plan.push.chunks) + " chunks of " + std::to_string(plan.push.chunk);
-                EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, cols) << which << ": the last one empty";
-                EXPECT_GE(uint64_t{plan.push.chunks} * plan.push.chunk, cols) << which << ": the row not covered";
-            }
+            for (uint64_t cols : {20480ull, 30011ull, 49152ull, 98304ull, 196608ull, 1000003ull})
+                expect_filled(o, rows, cols, Dtype::f32);
 
     // The split path's plans need no zeroed workspace.
     EXPECT_FALSE(plan_geometry(without_memory_model(), rows_of(1, 1u << 24)).workspace_zeroed);
