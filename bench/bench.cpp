@@ -71,7 +71,7 @@ struct AttentionMask {
     }
     AttentionData data() const { return AttentionData{host.empty() ? nullptr : host.data(), nullptr, nullptr}; }
     AttentionBuffers buffers(const Plan& plan) const {
-        return device ? AttentionBuffers{{device->buffer(), 0, plan.mask_bytes}, {}, {}} : AttentionBuffers{};
+        return device ? AttentionBuffers{device->range(0, plan.mask_bytes), {}, {}} : AttentionBuffers{};
     }
 };
 
@@ -339,22 +339,12 @@ void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const O
     });
 }
 
-// The first `bytes` of `b` as a call's range. A range past the buffer's
-// end would reach memory the buffer does not own, which neither the fill
-// nor the download of the buffer covers: refused.
-BufferRange front(const Buffer& b, uint64_t bytes) {
-    if (bytes > b.size())
-        throw Error(ErrorKind::invalid_argument, "bench: a range of " + std::to_string(bytes) + " bytes of " + b.name() +
-                                                     ", which holds " + std::to_string(b.size()));
-    return {b.buffer(), 0, bytes};
-}
-
 // The plan's window of the shared workspace (none where it needs none).
 // The cases before left partials, flags and counts in it; a single-pass
 // plan's first call needs it zero.
 BufferRange workspace_for(Context& ctx, const Plan& plan, const Buffers& buffers) {
     if (!plan.workspace_bytes) return {};
-    const BufferRange range = front(*buffers.workspace, plan.workspace_bytes);
+    const BufferRange range = buffers.workspace->range(0, plan.workspace_bytes);
     if (plan.workspace_zeroed) fill(ctx, *buffers.workspace, 0);
     return range;
 }
@@ -447,9 +437,9 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     const std::vector<double>& dy = in.dy;
     std::unique_ptr<Buffers> own;
     if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
-    const BufferRange y_range = front(*buffers->in, plan.tensor_bytes);
-    const BufferRange dy_range = front(*buffers->gradient, plan.tensor_bytes);
-    const BufferRange dx_range = front(*buffers->out, plan.tensor_bytes);
+    const BufferRange y_range = buffers->in->range(0, plan.tensor_bytes);
+    const BufferRange dy_range = buffers->gradient->range(0, plan.tensor_bytes);
+    const BufferRange dx_range = buffers->out->range(0, plan.tensor_bytes);
     const BufferRange workspace = workspace_for(ctx, plan, *buffers);
     upload(ctx, *buffers->in, to_storage(y, p.dtype).data(), plan.tensor_bytes);
     upload(ctx, *buffers->gradient, to_storage(dy, p.dtype).data(), plan.tensor_bytes);
@@ -457,7 +447,7 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     if (plan.sink_gradient_bytes)
         sink_gradient = std::make_unique<Buffer>(ctx, plan.sink_gradient_bytes, MemoryKind::device, "sink gradient");
     const BufferRange sink_range =
-        sink_gradient ? BufferRange{sink_gradient->buffer(), 0, plan.sink_gradient_bytes} : BufferRange{};
+        sink_gradient ? sink_gradient->range(0, plan.sink_gradient_bytes) : BufferRange{};
     auto call = [&](VkCommandBuffer cb) {
         record_backward(ctx, plan, cb, y_range, dy_range, dx_range, workspace, sink_range);
     };
@@ -506,7 +496,7 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
     const Logits logits = fresh_logits(c, plan.tensor_bytes, o.sigma);
     std::unique_ptr<Buffers> own;
     if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
-    const BufferRange in = front(*buffers->in, plan.tensor_bytes), out = front(*buffers->out, plan.tensor_bytes);
+    const BufferRange in = buffers->in->range(0, plan.tensor_bytes), out = buffers->out->range(0, plan.tensor_bytes);
     const BufferRange workspace = workspace_for(ctx, plan, *buffers);
     upload(ctx, *buffers->in, logits.bytes.data(), logits.bytes.size());
     auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace, attention); };
@@ -541,7 +531,7 @@ Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o
     // Not zeros: some memory systems move zeros faster than data.
     fill(ctx, in, 0x3f9e0419u);
     DescriptorBuffers infos;
-    const BufferRange src = front(in, bytes), dst = front(out, bytes);
+    const BufferRange src = in.range(0, bytes), dst = out.range(0, bytes);
     infos.info[0] = {src.buffer, src.offset, src.range};
     infos.info[1] = {dst.buffer, dst.offset, dst.range};
     infos.info[2] = infos.info[0];

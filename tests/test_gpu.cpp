@@ -693,29 +693,37 @@ TEST_F(Gpu, PlanRejectsWhatTheDeviceCannotHold) {
     }
 }
 
-// upload() and download() copy within their buffer or not at all: past its
-// end Vulkan would copy into (or out of) memory the buffer does not own.
-TEST_F(Gpu, TransfersPastABuffersEndAreRefused) {
+// Buffer::range(), upload() and download() stay within their buffer or
+// refuse: past its end Vulkan would bind or copy memory the buffer does not
+// own.
+TEST_F(Gpu, RangesAndTransfersPastABuffersEndAreRefused) {
     Buffer b(ctx(), 64, MemoryKind::device, "sixty-four");
     std::vector<uint8_t> host(128, 7);
     struct Copy {
         size_t bytes;
         VkDeviceSize offset;
     };
+    enum class Use { range, upload, download };
     for (Copy c : {Copy{65, 0}, Copy{32, 40}, Copy{1, 64}, Copy{8, ~VkDeviceSize{0} - 3}}) {
-        for (bool up : {true, false}) {
+        for (Use use : {Use::range, Use::upload, Use::download}) {
+            const char* what = use == Use::range ? "range" : use == Use::upload ? "upload" : "download";
             try {
-                if (up) upload(ctx(), b, host.data(), c.bytes, c.offset);
+                if (use == Use::range) b.range(c.offset, c.bytes);
+                else if (use == Use::upload) upload(ctx(), b, host.data(), c.bytes, c.offset);
                 else download(ctx(), b, host.data(), c.bytes, c.offset);
-                ADD_FAILURE() << (up ? "upload" : "download") << " of " << c.bytes << " bytes at " << c.offset
-                              << " into a 64-byte buffer was accepted";
+                ADD_FAILURE() << what << " of " << c.bytes << " bytes at " << c.offset
+                              << " of a 64-byte buffer was accepted";
             } catch (const Error& e) {
                 EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
                 EXPECT_NE(std::string(e.what()).find("'sixty-four' (64 bytes)"), std::string::npos) << e.what();
             }
         }
     }
-    // The whole buffer, and its last bytes, still copy.
+    // The whole buffer, and its last bytes, still bind and copy.
+    const BufferRange last = b.range(48, 16);
+    EXPECT_TRUE(last.buffer == b.buffer() && last.offset == 48 && last.range == 16)
+        << "range(48, 16) gave offset " << last.offset << ", range " << last.range;
+    EXPECT_EQ(b.range(0, 64).range, 64u) << "the whole buffer as a range";
     upload(ctx(), b, host.data(), 64);
     upload(ctx(), b, host.data(), 16, 48);
     std::vector<uint8_t> back(64, 0);

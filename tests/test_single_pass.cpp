@@ -171,8 +171,8 @@ TEST_F(SinglePassTest, CallsAreGenerations) {
                 c.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                             0, 1, &b, 0, nullptr, 0, nullptr);
             }
-            record(c, plan, cb, {in[k % inputs].buffer(), 0, plan.tensor_bytes},
-                   {out[k % inputs].buffer(), 0, plan.tensor_bytes}, {ws.buffer(), 0, plan.workspace_bytes});
+            record(c, plan, cb, in[k % inputs].range(0, plan.tensor_bytes), out[k % inputs].range(0, plan.tensor_bytes),
+                   ws.range(0, plan.workspace_bytes));
         }
     });
     for (int i = 0; i < inputs; ++i) {

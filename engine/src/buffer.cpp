@@ -92,7 +92,7 @@ void transfer_to_later_work(Context& ctx, VkCommandBuffer cb) {
 
 // Error(invalid_argument) where `bytes` at `offset` do not lie within `b`:
 // the copy would run past the buffer's end.
-void require_within(const Buffer& b, VkDeviceSize offset, size_t bytes, const char* what) {
+void require_within(const Buffer& b, VkDeviceSize offset, VkDeviceSize bytes, const char* what) {
     if (offset <= b.size() && bytes <= b.size() - offset) return;
     throw Error(ErrorKind::invalid_argument, std::string(what) + " of " + std::to_string(bytes) + " bytes at offset " +
                                                  std::to_string(offset) + " past the end of '" + b.name() + "' (" +
@@ -100,6 +100,11 @@ void require_within(const Buffer& b, VkDeviceSize offset, size_t bytes, const ch
 }
 
 }  // namespace
+
+BufferRange Buffer::range(VkDeviceSize offset, VkDeviceSize bytes) const {
+    require_within(*this, offset, bytes, "a range");
+    return {buffer(), offset, bytes};
+}
 
 void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkDeviceSize offset) {
     if (bytes == 0) return;

@@ -23,7 +23,7 @@ struct SideOutput {
         device = std::make_unique<Buffer>(ctx, bytes, MemoryKind::device, what);
         down = std::make_unique<Buffer>(ctx, bytes, MemoryKind::readback, std::string(what) + " staging");
     }
-    BufferRange range() const { return device ? BufferRange{device->buffer(), 0, bytes} : BufferRange{}; }
+    BufferRange range() const { return device ? device->range(0, bytes) : BufferRange{}; }
     void poison(const DeviceFunctions& vk, VkCommandBuffer cb) const {
         if (device) vk.vkCmdFillBuffer(cb, device->buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(Dtype::f32));
     }
@@ -59,7 +59,7 @@ struct AttentionStaging {
         return b;
     }
     static BufferRange range(const std::unique_ptr<Buffer>& b, uint64_t bytes) {
-        return b ? BufferRange{b->buffer(), 0, bytes} : BufferRange{};
+        return b ? b->range(0, bytes) : BufferRange{};
     }
     AttentionBuffers buffers(const Plan& plan) const {
         return {range(mask, plan.mask_bytes), range(sinks, plan.sinks_bytes), lse.range()};
@@ -126,13 +126,12 @@ RunResult run_plan(Context& ctx, const Problem& problem, const void* input, cons
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                 &to_shader, 0, nullptr, 0, nullptr);
         if (timer) timer->reset(cb);
-        BufferRange ws = workspace ? BufferRange{workspace->buffer(), 0, plan.workspace_bytes} : BufferRange{};
+        BufferRange ws = workspace ? workspace->range(0, plan.workspace_bytes) : BufferRange{};
         const Timestamps timestamps = timer ? Timestamps{timer->pool(), 0} : Timestamps{};
         if (grad.device)
-            record_backward(ctx, plan, cb, {in.buffer(), 0, bytes}, {grad.device->buffer(), 0, bytes},
-                            {out.buffer(), 0, bytes}, ws, grad.sink_gradient.range(), timestamps);
+            record_backward(ctx, plan, cb, in.range(0, bytes), grad.device->range(0, bytes), out.range(0, bytes), ws, grad.sink_gradient.range(), timestamps);
         else
-            record(ctx, plan, cb, {in.buffer(), 0, bytes}, {out.buffer(), 0, bytes}, ws, staging.buffers(plan),
+            record(ctx, plan, cb, in.range(0, bytes), out.range(0, bytes), ws, staging.buffers(plan),
                    timestamps);
         VkMemoryBarrier to_copy{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
                                 VK_ACCESS_TRANSFER_READ_BIT};

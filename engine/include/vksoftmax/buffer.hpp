@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 
+#include "vksoftmax/buffer_range.hpp"
 #include "vksoftmax/handle.hpp"
 
 namespace vksoftmax {
@@ -26,6 +27,10 @@ public:
     // The mapping of a host-visible buffer; nullptr for device memory.
     void* mapped() const { return mapped_; }
     const std::string& name() const { return name_; }
+    // `bytes` of the buffer from `offset`, to bind; Error(invalid_argument),
+    // naming the buffer and the sizes, for a range past its end (which
+    // Vulkan would let a shader reach without a word).
+    BufferRange range(VkDeviceSize offset, VkDeviceSize bytes) const;
 
     // Makes host writes visible to the device / device writes visible to
     // the host for memory that is not coherent (a no-op where it is).

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "vksoftmax/buffer_range.hpp"
 #include "vksoftmax/device_info.hpp"
 #include "vksoftmax/pipeline.hpp"
 #include "vksoftmax/types.hpp"
@@ -126,12 +127,6 @@ Plan plan_geometry(const DeviceInfo& device, const Problem& problem, const PlanO
 // plan_geometry() on the context's device, and the pipelines the plan needs
 // created, so recording never does.
 Plan make_plan(Context& ctx, const Problem& problem, const PlanOptions& options = {});
-
-struct BufferRange {
-    VkBuffer buffer = VK_NULL_HANDLE;
-    VkDeviceSize offset = 0;  // a multiple of minStorageBufferOffsetAlignment
-    VkDeviceSize range = 0;
-};
 
 // Timestamps around the passes: queries first .. first + passes of `pool`
 // (reset by the caller), written at the bottom of the pipe.
