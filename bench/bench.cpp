@@ -367,7 +367,8 @@ struct FailedBackward {
 };
 
 // Chunk c of row r: its dx error and the workspace's partial against the host's.
-void explain_chunk(const FailedBackward& f, uint64_t r, uint64_t c, double row_sum, double scale, std::ostream& out) {
+void explain_chunk(const FailedBackward& f, const single_pass_workspace::Layout& layout, uint64_t r, uint64_t c,
+                   double row_sum, double scale, std::ostream& out) {
     const Problem& p = f.plan.problem;
     const uint64_t chunk = f.plan.push.chunk;
     const uint64_t base = p.shape.row_start(r);
@@ -383,7 +384,6 @@ void explain_chunk(const FailedBackward& f, uint64_t r, uint64_t c, double row_s
     if (worst > 1e-6 * (scale + 1e-30))
         out << "    chunk " << c << ": dx off by up to " << worst << ", written with a row sum of " << implied
             << " (the row's: " << row_sum << "; this chunk's: " << sum << ")\n";
-    const single_pass_workspace::Layout layout(f.plan);
     const uint64_t next = layout.partial_word(1, r, c);
     const single_pass_workspace::Partial part = single_pass_workspace::read_partial(f.words, layout.partial_word(0, r, c));
     if (part.published && std::abs(part.d - sum) <= 1e-4 * (std::abs(sum) + 1e-3) &&
@@ -399,6 +399,7 @@ void explain_single_pass_backward(Context& ctx, const Buffer& workspace, FailedB
     const uint64_t rows = p.shape.rows(), chunks = f.plan.push.chunks;
     f.words.resize(f.plan.workspace_bytes / 4);
     download(ctx, workspace, f.words.data(), f.plan.workspace_bytes);
+    const single_pass_workspace::Layout layout(f.plan);
     std::ostringstream out;
     out << "  single-pass backward " << p.shape.outer << "x" << p.shape.axis << ": " << chunks << " chunks of "
         << f.plan.push.chunk << " a row\n";
@@ -413,8 +414,8 @@ void explain_single_pass_backward(Context& ctx, const Buffer& workspace, FailedB
         }
         out << "  row " << r << ": largest dx error " << worst << " (largest |dx| " << scale << ")";
         if (!f.sink_ref.empty()) out << ", sink gradient " << f.sink_got[r] << " against " << f.sink_ref[r];
-        out << ", count " << f.words[single_pass_workspace::Layout(f.plan).count_word(r)] << "\n";
-        for (uint64_t c = 0; c < chunks; ++c) explain_chunk(f, r, c, row_sum, scale, out);
+        out << ", count " << f.words[layout.count_word(r)] << "\n";
+        for (uint64_t c = 0; c < chunks; ++c) explain_chunk(f, layout, r, c, row_sum, scale, out);
     }
     std::fprintf(stderr, "%s", out.str().c_str());
 }
