@@ -91,7 +91,7 @@ void transfer_to_later_work(Context& ctx, VkCommandBuffer cb) {
 }
 
 // Error(invalid_argument) where `bytes` at `offset` do not lie within `b`:
-// the copy would run past the buffer's end.
+// the copy, or the range bound, would run past the buffer's end.
 void require_within(const Buffer& b, VkDeviceSize offset, VkDeviceSize bytes, const char* what) {
     if (offset <= b.size() && bytes <= b.size() - offset) return;
     throw Error(ErrorKind::invalid_argument, std::string(what) + " of " + std::to_string(bytes) + " bytes at offset " +
