@@ -129,7 +129,8 @@ RunResult run_plan(Context& ctx, const Problem& problem, const void* input, cons
         BufferRange ws = workspace ? workspace->range(0, plan.workspace_bytes) : BufferRange{};
         const Timestamps timestamps = timer ? Timestamps{timer->pool(), 0} : Timestamps{};
         if (grad.device)
-            record_backward(ctx, plan, cb, in.range(0, bytes), grad.device->range(0, bytes), out.range(0, bytes), ws, grad.sink_gradient.range(), timestamps);
+            record_backward(ctx, plan, cb, in.range(0, bytes), grad.device->range(0, bytes), out.range(0, bytes), ws,
+                            grad.sink_gradient.range(), timestamps);
         else
             record(ctx, plan, cb, in.range(0, bytes), out.range(0, bytes), ws, staging.buffers(plan),
                    timestamps);
