@@ -71,7 +71,7 @@ struct AttentionMask {
     }
     AttentionData data() const { return AttentionData{host.empty() ? nullptr : host.data(), nullptr, nullptr}; }
     AttentionBuffers buffers(const Plan& plan) const {
-        return device ? AttentionBuffers{device->range(0, plan.mask_bytes), {}, {}} : AttentionBuffers{};
+        return AttentionBuffers{range_or_empty(device.get(), plan.mask_bytes), {}, {}};
     }
 };
 
@@ -447,8 +447,7 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     std::unique_ptr<Buffer> sink_gradient;
     if (plan.sink_gradient_bytes)
         sink_gradient = std::make_unique<Buffer>(ctx, plan.sink_gradient_bytes, MemoryKind::device, "sink gradient");
-    const BufferRange sink_range =
-        sink_gradient ? sink_gradient->range(0, plan.sink_gradient_bytes) : BufferRange{};
+    const BufferRange sink_range = range_or_empty(sink_gradient.get(), plan.sink_gradient_bytes);
     auto call = [&](VkCommandBuffer cb) {
         record_backward(ctx, plan, cb, y_range, dy_range, dx_range, workspace, sink_range);
     };

@@ -724,6 +724,14 @@ TEST_F(Gpu, RangesAndTransfersPastABuffersEndAreRefused) {
     EXPECT_TRUE(last.buffer == b.buffer() && last.offset == 48 && last.range == 16)
         << "range(48, 16) gave offset " << last.offset << ", range " << last.range;
     EXPECT_EQ(b.range(0, 64).range, 64u) << "the whole buffer as a range";
+    // An option's buffer left out binds as an empty range; a buffer's front through range().
+    const BufferRange none = range_or_empty(nullptr, 64);
+    EXPECT_TRUE(none.buffer == VK_NULL_HANDLE && none.offset == 0 && none.range == 0)
+        << "range_or_empty(nullptr, 64) gave offset " << none.offset << ", range " << none.range;
+    const BufferRange front = range_or_empty(&b, 16);
+    EXPECT_TRUE(front.buffer == b.buffer() && front.offset == 0 && front.range == 16)
+        << "range_or_empty(b, 16) gave offset " << front.offset << ", range " << front.range;
+    EXPECT_THROW(range_or_empty(&b, 65), Error) << "range_or_empty(b, 65) of a 64-byte buffer was accepted";
     upload(ctx(), b, host.data(), 64);
     upload(ctx(), b, host.data(), 16, 48);
     std::vector<uint8_t> back(64, 0);

@@ -106,6 +106,10 @@ BufferRange Buffer::range(VkDeviceSize offset, VkDeviceSize bytes) const {
     return {buffer(), offset, bytes};
 }
 
+BufferRange range_or_empty(const Buffer* buffer, VkDeviceSize bytes) {
+    return buffer ? buffer->range(0, bytes) : BufferRange{};
+}
+
 void upload(Context& ctx, const Buffer& dst, const void* data, size_t bytes, VkDeviceSize offset) {
     if (bytes == 0) return;
     require_within(dst, offset, bytes, "upload");

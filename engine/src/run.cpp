@@ -23,7 +23,7 @@ struct SideOutput {
         device = std::make_unique<Buffer>(ctx, bytes, MemoryKind::device, what);
         down = std::make_unique<Buffer>(ctx, bytes, MemoryKind::readback, std::string(what) + " staging");
     }
-    BufferRange range() const { return device ? device->range(0, bytes) : BufferRange{}; }
+    BufferRange range() const { return range_or_empty(device.get(), bytes); }
     void poison(const DeviceFunctions& vk, VkCommandBuffer cb) const {
         if (device) vk.vkCmdFillBuffer(cb, device->buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(Dtype::f32));
     }
@@ -58,11 +58,8 @@ struct AttentionStaging {
         b->flush(ctx);
         return b;
     }
-    static BufferRange range(const std::unique_ptr<Buffer>& b, uint64_t bytes) {
-        return b ? b->range(0, bytes) : BufferRange{};
-    }
     AttentionBuffers buffers(const Plan& plan) const {
-        return {range(mask, plan.mask_bytes), range(sinks, plan.sinks_bytes), lse.range()};
+        return {range_or_empty(mask.get(), plan.mask_bytes), range_or_empty(sinks.get(), plan.sinks_bytes), lse.range()};
     }
 };
 
@@ -126,7 +123,7 @@ RunResult run_plan(Context& ctx, const Problem& problem, const void* input, cons
         vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                 &to_shader, 0, nullptr, 0, nullptr);
         if (timer) timer->reset(cb);
-        BufferRange ws = workspace ? workspace->range(0, plan.workspace_bytes) : BufferRange{};
+        BufferRange ws = range_or_empty(workspace.get(), plan.workspace_bytes);
         const Timestamps timestamps = timer ? Timestamps{timer->pool(), 0} : Timestamps{};
         if (grad.device)
             record_backward(ctx, plan, cb, in.range(0, bytes), grad.device->range(0, bytes), out.range(0, bytes), ws,

@@ -46,6 +46,10 @@ private:
     void* mapped_ = nullptr;
 };
 
+// The first `bytes` of `buffer` to bind, or an empty range where there is
+// no buffer (an option's binding left unused).
+BufferRange range_or_empty(const Buffer* buffer, VkDeviceSize bytes);
+
 // Copies `bytes` from the host into `dst` at `offset`, through a staging
 // buffer; the copy is visible to the shaders and transfers of later
 // submissions on the context's queue. upload() and download() refuse
