@@ -59,7 +59,8 @@ struct AttentionStaging {
         return b;
     }
     AttentionBuffers buffers(const Plan& plan) const {
-        return {range_or_empty(mask.get(), plan.mask_bytes), range_or_empty(sinks.get(), plan.sinks_bytes), lse.range()};
+        return {range_or_empty(mask.get(), plan.mask_bytes), range_or_empty(sinks.get(), plan.sinks_bytes),
+                lse.range()};
     }
 };
 
