@@ -3,7 +3,9 @@
 //   z_j = scale * x_j + slope_h * mask[b % MB, h % MH, q % MQ, j]
 // with z_j = -inf where the causal mask hides column j (j > q + offset);
 // a per-head sink logit joins the row's statistic and yields no output;
-// each row's log-sum-exp may be written to a buffer of its own. Included
+// each row's log-sum-exp may be written to a buffer of its own. Modules
+// without a mask may leave the scale to the exp (SCALE_IN_EXP,
+// softmax_common.glsl): their statistic is then of x, in x's units. Included
 // by softmax_tiles.glsl after Span, which carries the row's part of it
 // (row_attention()), so that a load pays one add and one compare.
 //
@@ -128,7 +130,7 @@ vec4 slope_times(RowAttention a, vec4 m) { return ALIBI ? a.slope * m : m; }
 // element may not exist). A hidden column reads no mask.
 float attend(RowAttention a, uint col, float x) {
     if (CAUSAL && col >= a.visible) return vksm_neg_inf();
-    float z = x * pc.scale;
+    float z = SCALE_IN_EXP ? x : x * pc.scale;
     return MASK != MASK_NONE ? z + slope_times(a, mask_value(a.mask_base + col)) : z;
 }
 // The same for columns col .. col + 3. Rows of whole vectors (VEC 4 or 8,
@@ -163,6 +165,9 @@ VksmStat sink_stat(uint r) {
     float s = sink[row_head(r)];
     uint c = vksm_classify(s);
     if (c == VKSM_C_POISON) return VksmStat(-VKSM_FLT_MAX, 0.0, VKSM_F_POISON);
+    // In x's units where the scale is in the exp (the host sets SCALE_IN_EXP
+    // with sinks only at a scale of 1 or more, so s / scale stays finite).
+    if (SCALE_IN_EXP) s /= pc.scale;
     return c == VKSM_C_FINITE ? VksmStat(s, 1.0, VKSM_F_FINITE) : vksm_stat_empty();
 }
 
@@ -173,7 +178,9 @@ VksmStat with_sink(uint r, VksmStat s) { return SINKS ? vksm_stat_merge(s, sink_
 void store_lse(uint r, VksmStat s) {
     if (!LSE) return;
     bool bad = (s.f & VKSM_F_POISON) != 0u || (s.f & VKSM_F_FINITE) == 0u;
-    lse[r + pc.first_row] = bad ? vksm_nan() : s.m + log(s.d);
+    // With SCALE_IN_EXP, m is x's max: the logits' is s times it.
+    float m = SCALE_IN_EXP ? pc.scale * s.m : s.m;
+    lse[r + pc.first_row] = bad ? vksm_nan() : m + log(s.d);
 }
 
 // The sink in a row's max and flags, before the row's exps are taken

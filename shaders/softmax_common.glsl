@@ -58,8 +58,9 @@ layout(constant_id = 3) const bool LOG = false;
 // each output tests its inputs' magnitude (vksm_log_shift). Off, at T <= 1,
 // a log-softmax output is a subtract, a multiply and a subtract: with the
 // test on every row, rows of 2048 ran at 70% of the copy ceiling where
-// softmax ran at 99% (H200, bench/NOTES.md, v17). Attention modules take
-// T = 1 (their scale is applied as they load) and never test.
+// softmax ran at 99% (H200, bench/NOTES.md, v17). Attention modules never
+// test: they take T = 1, or their scale as T = 1 / s only where s >= 1 for
+// log-softmax (SCALE_IN_EXP below).
 layout(constant_id = 16) const bool LOG_OVERFLOW_GUARD = true;
 // A subgroup owns a row (short rows); otherwise the workgroup owns it.
 layout(constant_id = 4) const bool SUBGROUP_ROWS = false;
@@ -262,11 +263,19 @@ layout(push_constant) uniform Params {
 } pc;
 
 // The statistic, its merge, the non-finite rules and exp: the public
-// include, which hosts compile into their own shaders too. The attention
-// modules multiply as they load (scale, then the mask), so their statistic
-// is of the logits as they are.
+// include, which hosts compile into their own shaders too.
 #ifdef ATTENTION
-#define VKSM_INV_T 1.0
+// Where an attention module's statistic lives. With a mask, each logit
+// x * s + M is made as it is loaded and the statistic is of the logits (T =
+// 1). Without one (causal, sinks, log-sum-exp) SCALE_IN_EXP may take the
+// statistic of x itself and put the scale in the exp as T = 1 / s (the host
+// sets inv_t to s), which spares the multiply per element made as it is
+// loaded: causal rows f32 1-5% faster, 16-bit 0-0.4% (H100, bench/NOTES.md,
+// v28). The host leaves it off for log-softmax and sinks at s < 1, where
+// x - m, and a sink carried into x's units (sink / s), could leave fp32
+// although the logits do not.
+layout(constant_id = 17) const bool SCALE_IN_EXP = false;
+#define VKSM_INV_T (SCALE_IN_EXP ? pc.inv_t : 1.0)
 #define VKSM_LOG_SHIFT_GUARD false
 #else
 #define VKSM_INV_T pc.inv_t

@@ -131,7 +131,10 @@ std::string describe_options(const Problem& p) {
 // where rows take vector windows, the mask element by element) and 256 for
 // log-softmax (whole vectors: the mask read four or eight at a time), mask
 // (1, 2, 3, n) broadcast over batch and, by modulo, over heads (and once
-// (2, 2, 3, n), a mask per batch).
+// (2, 2, 3, n), a mask per batch). Without a mask the scale goes into the
+// exp where it can (s >= 1, or softmax without sinks): causal at s = 0.3,
+// the log-sum-exp at 1/sqrt(128), sinks at s = 2; sinks at 1/sqrt(128)
+// take it as they load.
 TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
     const uint64_t batch = 2, heads = 4, query_rows = 3;
     // Sinks near the rows' maxima (logits are normal(0, 4)), so that they
@@ -140,18 +143,20 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
     uint32_t variant = 0, runs = 0;
     for (Dtype dtype : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (bool log : {false, true})
-            for (int option = 0; option < 8; ++option) {
+            for (int option = 0; option < 9; ++option) {
                 const uint64_t n = log ? 256 : 150;
                 Problem p = attention_problem(batch, heads, query_rows, n, dtype);
                 p.log = log;
                 Attention& a = p.attention;
                 switch (option) {
                     case 0: a.mask = true; a.mask_dtype = Dtype::f32; break;
-                    case 1: a.causal = true; a.causal_offset = static_cast<int64_t>(n) - 10; break;
+                    case 1:  // softmax takes the scale in the exp, log-softmax (s < 1) as it loads
+                        a.causal = true; a.causal_offset = static_cast<int64_t>(n) - 10; p.scale = 0.3; break;
                     case 2:  // a 16-bit mask of the other kind than the tensor's
                         a.mask = true; a.mask_dtype = dtype == Dtype::f16 ? Dtype::bf16 : Dtype::f16;
                         a.alibi_max_bias = 8.0; break;
-                    case 3: a.sinks = true; break;
+                    case 3:  // sinks in x's units: the scale in the exp, softmax and log-softmax
+                        a.sinks = true; a.lse = true; p.scale = 2.0; break;
                     case 4: a.lse = true; p.scale = 1.0 / std::sqrt(128.0); break;
                     case 5:
                         a.mask = true; a.mask_dtype = dtype; a.causal = true; a.causal_offset = 100;
@@ -159,13 +164,16 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
                         break;
                     case 6:  // broadcast over batch and heads: the mask row from the query row alone
                         a.mask = true; a.mask_dtype = dtype; p.scale = 1.0 / std::sqrt(128.0); break;
-                    default:  // the same with ALiBi's per-head slopes
-                        a.mask = true; a.mask_dtype = Dtype::f32; a.alibi_max_bias = 8.0;
+                    case 7:  // the same with ALiBi's per-head slopes
+                        a.mask = true; a.mask_dtype = Dtype::f32; a.alibi_max_bias = 8.0; break;
+                    default:  // sinks at s < 1: the scale applied as the elements load
+                        a.causal = true; a.causal_offset = 200; a.sinks = true; a.lse = true;
+                        p.scale = 1.0 / std::sqrt(128.0);
                 }
                 // The fp32 mask of option 0 is (2, 2, 3, n), one per batch;
                 // options 6 and 7 take a (3, n) mask; the others (1, 2, 3, n).
                 a.mask_batch = option == 0 ? 2 : 1;
-                a.mask_heads = option >= 6 ? 1 : 2;
+                a.mask_heads = option == 6 || option == 7 ? 1 : 2;
                 const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
                 const std::vector<float> mask =
                     a.mask ? random_mask(a.mask_batch * a.mask_heads * query_rows, n, fresh_seed()) : std::vector<float>{};

@@ -346,6 +346,46 @@ TEST(Plan, AttentionModuleOptions) {
     EXPECT_FALSE(no_mask.mask_per_head) << "no mask buffer, causal only";
 }
 
+// Attention modules without a mask take their scale in the exp (push
+// constant inv_t = s, the statistic of x) except for log-softmax or sinks
+// at s < 1; with a mask, or in those cases, inv_t is 1 and the scale is
+// applied as each element loads. The temperature joins the scale.
+TEST(Plan, AttentionScaleInTheExpOnlyWithoutAMask) {
+    const DeviceInfo d = h200();
+    struct Case {
+        bool mask, log, sinks;
+        double scale, temperature;
+        bool in_exp;
+    };
+    const Case cases[] = {
+        {false, false, false, 0.125, 1.0, true},  {false, true, false, 0.125, 1.0, false},
+        {false, true, false, 2.0, 1.0, true},     {false, false, true, 0.125, 1.0, false},
+        {false, false, true, 2.0, 1.0, true},     {false, true, true, 1.0, 1.0, true},
+        {false, false, false, 1.0, 4.0, true},    {false, true, false, 1.0, 4.0, false},
+        {true, false, false, 0.125, 1.0, false},  {true, false, false, 2.0, 1.0, false},
+    };
+    for (const Case& c : cases) {
+        Problem p = rows_of(8 * 512, 512, Dtype::f16);
+        p.attention.heads = 8;
+        p.attention.query_rows = 512;
+        p.attention.causal = !c.mask;
+        p.attention.mask = c.mask;
+        p.attention.sinks = c.sinks;
+        p.log = c.log;
+        p.scale = c.scale;
+        p.temperature = c.temperature;
+        const Plan plan = plan_geometry(d, p);
+        const std::string what = std::string(c.mask ? "mask" : "causal") + (c.log ? " log" : "") +
+                                 (c.sinks ? " sinks" : "") + " scale " + std::to_string(c.scale) + " T " +
+                                 std::to_string(c.temperature);
+        EXPECT_EQ(plan.key[0].scale_in_exp, c.in_exp) << what << ": " << plan.key[0].id();
+        const float multiplier = static_cast<float>(c.scale / c.temperature);
+        EXPECT_EQ(plan.push.inv_t, c.in_exp ? multiplier : 1.0f) << what;
+        EXPECT_EQ(plan.push.attention.scale, multiplier) << what;
+        EXPECT_FALSE(plan.key[0].log_overflow_guard) << what;
+    }
+}
+
 // Split rows: chunks of whole tiles (4 slots x 256 invocations = 4096
 // elements), about 1024 work items over all rows and at most 512 chunks a
 // row; a 16-byte partial per item in the workspace.

@@ -140,7 +140,8 @@ double ulp_distance(double got, double ref, Dtype dtype) {
 // The attention options alone and together, on rows short and long: a
 // mask broadcast over batch and heads with scale (the module that finds a
 // row's mask row from its query row alone); a mask per head with ALiBi;
-// causal with sinks and the log-sum-exp; and (full catalogue) everything at
+// causal with a scale and the log-sum-exp; causal with sinks and the
+// log-sum-exp; and (full catalogue) everything at
 // once on rows of 65537.
 void add_attention_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
     const std::string t = std::string(dtype_name(dt)) + " ";
@@ -157,6 +158,13 @@ void add_attention_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
     masked.alibi_max_bias = 8.0;
     cases.push_back(attention_case(t + "softmax (2,4,12,1000) attention mask (1,2,12,1000) alibi=8 scale=1/sqrt(128)", dt,
                                    false, {2, 4, 12, 1000}, masked, 1.0 / std::sqrt(128.0)));
+    // Causal with a scale under 1 and no mask: the scale goes into the exp
+    // (SCALE_IN_EXP), the statistic is of x.
+    Attention causal_scaled;
+    causal_scaled.causal = true;
+    causal_scaled.lse = true;
+    cases.push_back(attention_case(t + "softmax (2,4,12,1000) attention causal+0 lse scale=1/sqrt(128)", dt, false,
+                                   {2, 4, 12, 1000}, causal_scaled, 1.0 / std::sqrt(128.0)));
     Attention causal;
     causal.causal = true;
     causal.causal_offset = 4090;

@@ -569,9 +569,14 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
     c.alibi_e0 = static_cast<float>(-a.alibi_max_bias / heads_log2);
     c.alibi_e1 = static_cast<float>(-a.alibi_max_bias / 2.0 / heads_log2);
     c.alibi_heads_log2 = static_cast<uint32_t>(heads_log2);
-    // The attention modules multiply as they load (scale) and take the
-    // statistic of the logits as they are.
-    plan.push.inv_t = 1.0f;
+    // With a mask the modules make each logit as they load it and take its
+    // statistic at T = 1. Without, the scale goes into the exp (T = 1 / s),
+    // which spares a multiply per element as it loads, except
+    // where x's units could leave fp32 when the logits' do not: log-softmax
+    // at s < 1 (x - m; the logits' units need no overflow guard) and sinks
+    // at s < 1 (sink / s).
+    key.scale_in_exp = !a.mask && (multiplier >= 1.0f || (!problem.log && !a.sinks));
+    plan.push.inv_t = key.scale_in_exp ? multiplier : 1.0f;
 }
 
 // Error(invalid_argument) for the attention options a backward problem
@@ -672,7 +677,9 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     else
         plan_attention(d, problem, inv_t, plan, key);
     key.backward = problem.backward;
-    // Attention modules take T = 1 (the temperature joins their scale).
+    // Attention modules never guard: they take T = 1, or their scale as T
+    // only where it is 1 or more for log-softmax (the temperature joins the
+    // scale).
     key.log_overflow_guard = problem.log && !problem.backward && !key.attention && inv_t < 1.0f;
     // A slot row is one slot wide: 4-wide (or scalar, for rows of a few
     // lanes), never a 16-byte pair.

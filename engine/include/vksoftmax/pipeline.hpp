@@ -64,6 +64,9 @@ struct PipelineKey {
     bool attention = false;
     uint32_t mask = 0;  // AttentionMask
     bool causal = false, sinks = false, lse = false, alibi = false, mask_per_head = false;
+    // SCALE_IN_EXP: an attention module without a mask takes the statistic
+    // of x and its scale in the exp (push constant inv_t = scale).
+    bool scale_in_exp = false;
     // The backward pass's modules (softmax_backward.comp): the same kinds,
     // bindings 0 y, 1 dx, 2 workspace, 3 dy, 4 each row's sink gradient
     // (written with `sinks`: the forward had sinks).
