@@ -571,10 +571,9 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
     c.alibi_heads_log2 = static_cast<uint32_t>(heads_log2);
     // With a mask the modules make each logit as they load it and take its
     // statistic at T = 1. Without, the scale goes into the exp (T = 1 / s),
-    // which spares a multiply per element as it loads, except
-    // where x's units could leave fp32 when the logits' do not: log-softmax
-    // at s < 1 (x - m; the logits' units need no overflow guard) and sinks
-    // at s < 1 (sink / s).
+    // sparing a multiply per element as it loads, except where x's units
+    // could leave fp32 when the logits' do not: log-softmax at s < 1 (x - m;
+    // the logits' units need no overflow guard) and sinks at s < 1 (sink / s).
     key.scale_in_exp = !a.mask && (multiplier >= 1.0f || (!problem.log && !a.sinks));
     plan.push.inv_t = key.scale_in_exp ? multiplier : 1.0f;
 }
