@@ -46,26 +46,34 @@ Problem problem_of(const Case& c, const Options& o) {
     p.attention.heads = o.heads;
     p.attention.query_rows = c.shape.axis;
     p.attention.mask = o.attention == "mask";
-    // A bf16 model's mask is bf16; the others take an fp16 mask.
-    p.attention.mask_dtype = c.dtype == Dtype::bf16 ? Dtype::bf16 : Dtype::f16;
+    // A bf16 model's mask is bf16; the others take an fp16 mask, unless
+    // Options::mask_dtype says otherwise.
+    p.attention.mask_dtype = o.mask_dtype ? *o.mask_dtype : c.dtype == Dtype::bf16 ? Dtype::bf16 : Dtype::f16;
     p.attention.causal = o.attention == "causal";
     return p;
 }
 
 // Options::attention's mask on the device (and as the reference reads it).
 struct AttentionMask {
-    std::vector<uint16_t> host;
+    std::vector<uint8_t> host;  // mask_dtype's elements
     std::unique_ptr<Buffer> device;
     AttentionMask(Context& ctx, const Plan& plan) {
         if (!plan.mask_bytes) return;
         const uint64_t n = plan.problem.shape.axis;
+        const Dtype dtype = plan.problem.attention.mask_dtype;
         std::mt19937 rng(std::random_device{}());
         std::uniform_real_distribution<float> value(-4.f, 0.f);
-        host.resize(n * n);
+        host.resize(plan.mask_bytes);
         for (uint64_t q = 0; q < n; ++q)
-            for (uint64_t j = 0; j < n; ++j)
-                host[q * n + j] = to_16bit(plan.problem.attention.mask_dtype,
-                                           j > q ? -std::numeric_limits<float>::infinity() : value(rng));
+            for (uint64_t j = 0; j < n; ++j) {
+                const float v = j > q ? -std::numeric_limits<float>::infinity() : value(rng);
+                if (dtype == Dtype::f32) {
+                    std::memcpy(&host[(q * n + j) * 4], &v, 4);
+                } else {
+                    const uint16_t h = to_16bit(dtype, v);
+                    std::memcpy(&host[(q * n + j) * 2], &h, 2);
+                }
+            }
         device = std::make_unique<Buffer>(ctx, plan.mask_bytes, MemoryKind::device, "bench attention mask");
         upload(ctx, *device, host.data(), plan.mask_bytes);
     }
@@ -488,8 +496,9 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
     if (o.backward) return measure_backward(ctx, c, o, buffers);
     Row row;
     row.c = c;
-    row.attention = o.attention;
     const Plan plan = make_plan(ctx, problem_of(c, o), o.plan);
+    // The row order where it is not the tensor's (Plan's key: query_major).
+    row.attention = o.attention + (plan.key[0].query_major ? " query-major" : "");
     const AttentionMask mask(ctx, plan);
     const AttentionBuffers attention = mask.buffers(plan);
     describe(plan, row);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +63,7 @@ struct Options {
     // mask from indices, no buffer; empty: none.
     std::string attention;
     uint64_t heads = 32;
+    std::optional<Dtype> mask_dtype;  // "mask"'s storage; unset: bf16 for bf16 cases, else fp16
     // The backward pass instead (y: the softmax of the logits, dy:
     // normal(0, 1)), timed over its 3 x tensor bytes (y, dy in, dx out).
     bool backward = false;

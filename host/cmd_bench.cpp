@@ -27,7 +27,7 @@ struct BenchArgs {
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false,
          backward = false, sinks = false;
     uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0, patience = 0;
-    std::string attention;
+    std::string attention, mask_dtype, row_order;
     uint64_t heads = 32;
     double warmup_ms = 1000;
     float sigma = 4.f;
@@ -136,6 +136,16 @@ bench::Options bench_options(const BenchArgs& a) {
         throw Error(ErrorKind::invalid_argument,
                     "--path: '" + a.path + "' is not subgroup-row, workgroup-row, split or single-pass");
     o.plan.single_pass = parse_single_pass(a.single_pass);
+    if (a.row_order == "head-major") o.plan.row_order = RowOrder::head_major;
+    else if (a.row_order == "query-major") o.plan.row_order = RowOrder::query_major;
+    else if (!a.row_order.empty() && a.row_order != "automatic")
+        throw Error(ErrorKind::invalid_argument,
+                    "--row-order: '" + a.row_order + "' is not automatic, head-major or query-major");
+    if (!a.mask_dtype.empty()) {
+        const std::vector<Dtype> mask = parse_dtypes(a.mask_dtype);
+        if (mask.size() != 1) throw Error(ErrorKind::invalid_argument, "--mask-dtype takes one of f32, f16, bf16");
+        o.mask_dtype = mask[0];
+    }
     return o;
 }
 
@@ -223,10 +233,11 @@ bool print_table(const Context& ctx, const bench::Options& o, const Measured& m)
         all_ok = all_ok && r.verified;
         std::string geometry = fmt::format("{}/{}/{}{}", r.workgroup_size, r.slots, r.vec, r.odd_rows ? "odd" : "");
         if (r.row_lanes) geometry += fmt::format("/{}", r.row_lanes);
-        fmt::print("{:<6} {:<15} {:<14} {:>20} {:>10.2f} {:>10.2f} {:>11.2f} {:>7.0f} {:>10.0f} {:>7.0f}% {:>10.2e} {:>9}{}\n",
+        fmt::print("{:<6} {:<15} {:<14} {:>20} {:>10.2f} {:>10.2f} {:>11.2f} {:>7.0f} {:>10.0f} {:>7.0f}% {:>10.2e} {:>9}{}{}\n",
                    dtype_name(r.c.dtype), r.c.name(), r.path, geometry, r.t.median_us, r.t.min_us, above_floor(r, m),
                    r.t.gbps, r.ceiling.gbps, 100.0 * ceiling_fraction(r), r.max_rel_error,
-                   r.pass1_us > 0 ? fmt::format("{:.2f}", r.pass1_us) : "", r.verified ? "" : "  WRONG RESULT");
+                   r.pass1_us > 0 ? fmt::format("{:.2f}", r.pass1_us) : "", r.attention.empty() ? "" : "  " + r.attention,
+                   r.verified ? "" : "  WRONG RESULT");
         for (const std::string& st : r.stats) fmt::print("    {}\n", st);
         if (r.batch.median_us > 0) {
             all_ok = all_ok && r.batch_verified;
@@ -343,6 +354,10 @@ Command add_bench(CLI::App& app) {
                     "Attention options on every case, seen as (batch, heads, cols, cols), scale 1/sqrt(128): mask (an fp16 "
                     "(cols, cols) mask, -inf past the diagonal) or causal (from indices, no buffer)");
     sub->add_option("--heads", a->heads, "Heads of --attention (default 32)");
+    sub->add_option("--mask-dtype", a->mask_dtype,
+                    "The storage of --attention mask: f32, f16 or bf16 (default: bf16 for bf16 cases, else f16)");
+    sub->add_option("--row-order", a->row_order,
+                    "Tuning: the order attention rows are taken in: automatic (the plan's), head-major or query-major");
     sub->add_flag("--backward", a->backward,
                   "Time the backward pass instead (y the softmax of the logits, dy normal(0, 1)), over 3 x tensor bytes");
     sub->add_flag("--sinks", a->sinks,

@@ -21,17 +21,18 @@
 // rows of one vec4 per lane leave too few bytes in flight otherwise
 // (bench/NOTES.md, v5). A slot past the last row re-reads the last row and
 // stores nothing, so that every lane keeps taking part in the reductions.
+// r0 + j counts rows in the order they are handed out (ROW_IN_ORDER).
 void rows_per_slot(uint r0, uint lanes, uint lane) {
     Span rows[SLOTS];
     for (uint j = 0u; j < SLOTS; ++j) {
-        rows[j] = row_span(min(r0 + j, pc.rows - 1u));
+        rows[j] = row_span(ROW_IN_ORDER(min(r0 + j, pc.rows - 1u)));
         slots[j] = load_slot(rows[j], 0u, 0u, lanes, lane);
     }
     VksmStat s[SLOTS];
     for (uint j = 0u; j < SLOTS; ++j) {
         s[j] = lane_max_and_flags(j, j + 1u);
         slot_row_max_or(s[j].m, s[j].f);
-        SINK_INTO_MAX(min(r0 + j, pc.rows - 1u), s[j].m, s[j].f);
+        SINK_INTO_MAX(ROW_IN_ORDER(min(r0 + j, pc.rows - 1u)), s[j].m, s[j].f);
     }
     for (uint j = 0u; j < SLOTS; ++j) {
         float d = 0.0;
@@ -41,11 +42,11 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
             if (!LOG) slots[j][c] = e;
         }
         s[j].d = slot_row_add(d);
-        ADD_SINK(min(r0 + j, pc.rows - 1u), s[j].m, s[j].d);
+        ADD_SINK(ROW_IN_ORDER(min(r0 + j, pc.rows - 1u)), s[j].m, s[j].d);
     }
     for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j) {
         bool bad = (s[j].f & VKSM_F_POISON) != 0u || (s[j].f & VKSM_F_FINITE) == 0u;
-        STORE_LSE(r0 + j, s[j], lane == 0u);
+        STORE_LSE(ROW_IN_ORDER(r0 + j), s[j], lane == 0u);
         write_slot(rows[j], 0u, 0u, lanes, lane, j, s[j], !LOG, 1.0 / s[j].d, log(s[j].d), bad);
     }
 }
@@ -91,7 +92,8 @@ void main() MAIN_ATTRIBUTES {
     }
 #endif
     if (KIND == KIND_ROW_IN_REGISTERS || KIND == KIND_ROW_IN_TILES || KIND == KIND_ROWS_PER_SLOT) {
-        for (uint r = first; r < pc.rows; r += step) {
+        for (uint i = first; i < pc.rows; i += step) {
+            uint r = ROW_IN_ORDER(i);
             Span row = row_span(r);
             // KIND_ROW_IN_REGISTERS keeps the tile-by-tile form too, for a
             // subgroup smaller than planned (a driver that cannot pin the size).

@@ -37,6 +37,14 @@ layout(constant_id = 14) const bool ALIBI = false;
 // follows from its query row alone, and a row that needs no head (no
 // ALiBi, no sink) never takes its index apart further.
 layout(constant_id = 15) const bool MASK_PER_HEAD = false;
+// The order in which the row kinds take the rows: head-major (the tensor's,
+// every query row of a head before the next head) or query-major (every
+// (batch, head) slice of query row q before q + 1). A mask shared by the
+// heads is read again a head later in head-major order, after a head's rows
+// of x in and out have passed through the cache; where those evict it, the
+// query-major order reads each mask row while it is still there
+// (engine/src/plan.cpp, query_major_rows()).
+layout(constant_id = 18) const bool QUERY_MAJOR = false;
 
 // A row's share of the options (row_attention()).
 struct RowAttention { uint mask_base; uint visible; float slope; };
@@ -70,6 +78,16 @@ uint divide(uint n, uint magic, uint shifts) {
     uint high, low;
     umulExtended(n, magic, high, low);
     return (high + ((n - high) >> (shifts & 1u))) >> (shifts >> 1);
+}
+
+// The row of the dispatch's range that the i-th row handed out is: i
+// itself, or with QUERY_MAJOR row (i % query_slices) * query_rows +
+// i / query_slices, a bijection on the range (its rows are query_slices *
+// query_rows).
+uint row_in_order(uint i) {
+    if (!QUERY_MAJOR) return i;
+    uint q = divide(i, pc.query_slices_magic, pc.query_slices_shifts);
+    return (i - q * pc.query_slices) * pc.query_rows + q;
 }
 
 // Row r's (batch * heads + head) and query row. Rows are numbered within

@@ -251,14 +251,17 @@ layout(push_constant) uniform Params {
     float alibi_e1;
     uint alibi_heads_log2;  // 2^floor(log2(heads))
     uint first_row;         // this dispatch's first row in the whole tensor (a range of it)
-    // query_rows, heads, mask_batch, mask_heads and mask_rows as divisors,
-    // each a magic number and its shifts (divide() in softmax_attention.glsl;
-    // scalars, as the host lays them out: a uvec2 would be aligned to 8)
+    uint query_slices;      // this dispatch's (batch, head) slices: rows / query_rows
+    // query_rows, heads, mask_batch, mask_heads, mask_rows and query_slices
+    // as divisors, each a magic number and its shifts (divide() in
+    // softmax_attention.glsl; scalars, as the host lays them out: a uvec2
+    // would be aligned to 8)
     uint query_rows_magic, query_rows_shifts;
     uint heads_magic, heads_shifts;
     uint mask_batch_magic, mask_batch_shifts;
     uint mask_heads_magic, mask_heads_shifts;
     uint mask_rows_magic, mask_rows_shifts;
+    uint query_slices_magic, query_slices_shifts;
 #endif
 } pc;
 

@@ -29,6 +29,8 @@ struct Span { uint base; uint stride; uint first; uint end; RowAttention attn; }
 #define ADD_SINK(r, m, d) d += sink_term(r, m)
 #define STORE_LSE(r, s, writer) if (writer) store_lse(r, s)
 #define FINISH_ROW(r, s, writer) finish_row(r, s, writer)
+// The row that the i-th row handed out is (QUERY_MAJOR).
+#define ROW_IN_ORDER(i) row_in_order(i)
 #else
 #ifdef BACKWARD
 #include "softmax_backward.glsl"
@@ -41,6 +43,7 @@ struct Span { uint base; uint stride; uint first; uint end; };
 #define ADD_SINK(r, m, d)
 #define STORE_LSE(r, s, writer)
 #define FINISH_ROW(r, s, writer) (s)
+#define ROW_IN_ORDER(i) (i)
 #endif
 // The loads below read binding 0, or with BACKWARD the gradient where
 // their SOURCE argument says so (softmax_backward.glsl); elements outside

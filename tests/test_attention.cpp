@@ -6,6 +6,7 @@
 // ALiBi's slopes are ggml's.
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "gpu_fixture.hpp"
 #include "vksoftmax/attention.hpp"
@@ -188,6 +189,88 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
                 ++variant;
             }
     EXPECT_GE(runs, 48u) << "cases run";
+}
+
+// The rows taken query-major (every (batch, head) slice of query row q
+// before q + 1), forced on each row kind: rows in registers (a workgroup
+// row of 200), in tiles (a workgroup of 64 x 1 slot over rows of 600),
+// several rows a subgroup (subgroup rows of 12: one row in each slot), a
+// subgroup's row (100), and in ranges of two slices, the last range one:
+// (batch 2, heads 3, query rows 5), with a mask broadcast over batch and
+// heads, a mask per head with ALiBi (log-softmax), and causal with sinks
+// and the log-sum-exp, which each row finds by the index it is given.
+TEST_F(AttentionTest, QueryMajorOrderOnEveryRowKind) {
+    const uint64_t batch = 2, heads = 3, query_rows = 5;
+    const std::vector<float> sinks = {6.0f, -kInf, 9.0f};
+    struct Geometry {
+        const char* what;
+        Path path;
+        uint64_t n;
+        uint32_t workgroup_size, slots;
+        bool ranges;
+    };
+    // Ranges of rows of 256: slices of whole 256-byte multiples, which every
+    // device's offset alignment keeps whole.
+    std::vector<Geometry> geometries = {{"workgroup row", Path::workgroup_row, 200, 0, 0, false},
+                                        {"row in tiles", Path::workgroup_row, 600, 64, 1, false},
+                                        {"ranges of two slices", Path::workgroup_row, 256, 0, 0, true}};
+    const bool subgroup_rows = Gpu::ctx().info().subgroup_arithmetic();
+    if (subgroup_rows) {
+        geometries.push_back({"rows per slot", Path::subgroup_row, 12, 0, 0, false});
+        geometries.push_back({"subgroup row", Path::subgroup_row, 100, 0, 0, false});
+    }
+    const Dtype dtypes[] = {Dtype::f32, Dtype::f16, Dtype::bf16};
+    std::set<ShaderKind> kinds;
+    uint32_t variant = 0, runs = 0;
+    for (const Geometry& g : geometries)
+        for (int option = 0; option < 3; ++option, ++variant)
+            for (uint32_t k = 0; k < 3; ++k) {
+                if (!sweep_runs(variant, k, 3)) continue;  // a type per case (all with full sweeps)
+                const Dtype dtype = dtypes[k];
+                Problem p = attention_problem(batch, heads, query_rows, g.n, dtype);
+                p.log = option == 1;
+                p.scale = 1.0 / std::sqrt(128.0);
+                Attention& a = p.attention;
+                if (option == 0) {
+                    a.mask = true;
+                    a.mask_dtype = dtype;
+                } else if (option == 1) {
+                    a.mask = true;
+                    a.mask_dtype = Dtype::f32;
+                    a.mask_heads = heads;
+                    a.alibi_max_bias = 8.0;
+                    a.lse = true;
+                } else {
+                    a.causal = true;
+                    a.causal_offset = 1;
+                    a.sinks = true;
+                    a.lse = true;
+                }
+                const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+                const std::vector<float> mask =
+                    a.mask ? random_mask(a.mask_heads * query_rows, g.n, fresh_seed()) : std::vector<float>{};
+                PlanOptions o;
+                o.path = g.path;
+                o.row_order = RowOrder::query_major;
+                o.workgroup_size = g.workgroup_size;
+                o.slots = g.slots;
+                if (g.ranges) o.max_range_bytes = 2 * query_rows * g.n * dtype_size(dtype);
+                const std::string what = std::string(g.what) + ", " + describe_options(p);
+                const AttentionOutcome out = run_attention(p, x, mask, sinks, o);
+                ASSERT_TRUE(out.plan.key[0].query_major) << what << ": " << out.plan.key[0].id();
+                if (g.ranges) {
+                    EXPECT_EQ(out.plan.ranges, 3u) << what;
+                }
+                expect_within_bound(p, out, what);
+                kinds.insert(out.plan.key[0].kind);
+                ++runs;
+            }
+    EXPECT_GE(runs, geometries.size() * 3) << "cases run";
+    for (ShaderKind kind : {ShaderKind::row_in_registers, ShaderKind::row_in_tiles})
+        EXPECT_TRUE(kinds.count(kind)) << "no case took the " << kind_name(kind) << " kind";
+    if (subgroup_rows) {
+        EXPECT_TRUE(kinds.count(ShaderKind::rows_per_slot)) << "no case took the rows per slot kind";
+    }
 }
 
 // A mask that leaves one element per row gives exactly 1 there and 0

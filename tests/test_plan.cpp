@@ -386,6 +386,109 @@ TEST(Plan, AttentionScaleInTheExpOnlyWithoutAMask) {
     }
 }
 
+// Masked attention rows go query-major where head-major order would read a
+// mask row again only after more than kQueryMajorReuseBytes (16 MiB: the
+// mask plus a head's rows of x in and out): f16 (1, 32, 1536, 1536) with
+// an fp16 mask is 4.5 + 9 MiB (head-major), f32 4.5 + 18 (query-major).
+// A mask per head, no mask, the backward pass and the chunked paths keep the
+// tensor's order; a forced order wins where the problem can take it.
+TEST(Plan, QueryMajorOrderWhereTheMaskLeavesTheCache) {
+    const DeviceInfo d = h200();
+    auto masked = [](uint64_t heads, uint64_t n, Dtype dtype, Dtype mask_dtype) {
+        Problem p = rows_of(heads * n, n, dtype);
+        p.attention.heads = heads;
+        p.attention.query_rows = n;
+        p.attention.mask = true;
+        p.attention.mask_dtype = mask_dtype;
+        p.scale = 0.125;
+        return p;
+    };
+    struct Case {
+        const char* what;
+        Problem problem;
+        bool query_major;
+    };
+    // Query rows of 1024 over n columns, f16 with an fp32 mask: 8 * 1024 * n
+    // bytes between two reads of a mask row, 16 MiB at n = 2048.
+    auto at_bound = [&](uint64_t n) {
+        Problem p = masked(32, n, Dtype::f16, Dtype::f32);
+        p.shape.outer = 32 * 1024;
+        p.attention.query_rows = 1024;
+        return p;
+    };
+    Problem per_head = masked(32, 2048, Dtype::f32, Dtype::f16);
+    per_head.attention.mask_heads = 32;
+    Problem causal = masked(32, 2048, Dtype::f32, Dtype::f16);
+    causal.attention.mask = false;
+    causal.attention.causal = true;
+    const Case cases[] = {
+        {"f32 2048, fp16 mask (40 MiB)", masked(32, 2048, Dtype::f32, Dtype::f16), true},
+        {"f16 2048, fp16 mask (24 MiB)", masked(32, 2048, Dtype::f16, Dtype::f16), true},
+        {"bf16 2048, bf16 mask (24 MiB)", masked(32, 2048, Dtype::bf16, Dtype::bf16), true},
+        {"f32 1536, fp16 mask (22.5 MiB)", masked(32, 1536, Dtype::f32, Dtype::f16), true},
+        {"f16 1536, fp16 mask (13.5 MiB)", masked(32, 1536, Dtype::f16, Dtype::f16), false},
+        {"f16 4096, fp16 mask (96 MiB)", masked(8, 4096, Dtype::f16, Dtype::f16), true},
+        {"f32 1024, fp16 mask (10 MiB)", masked(64, 1024, Dtype::f32, Dtype::f16), false},
+        {"f32 512, fp16 mask (2.5 MiB)", masked(256, 512, Dtype::f32, Dtype::f16), false},
+        {"f16 1024 x 2048, fp32 mask (16 MiB: at the bound, not past)", at_bound(2048), false},
+        {"f16 1024 x 2056, fp32 mask (just past)", at_bound(2056), true},
+        {"f32 2048, a mask per head", per_head, false},
+        {"f32 2048, causal without a mask", causal, false},
+    };
+    for (const Case& c : cases) {
+        const Plan plan = plan_geometry(d, c.problem);
+        EXPECT_EQ(plan.key[0].query_major, c.query_major) << c.what << ": " << plan.key[0].id();
+        if (c.query_major) {
+            EXPECT_EQ(plan.push.attention.query_slices, c.problem.attention.heads) << c.what;
+            EXPECT_NE(plan.key[0].id().find("/query-major"), std::string::npos) << c.what << ": " << plan.key[0].id();
+        }
+    }
+
+    PlanOptions head_major;
+    head_major.row_order = RowOrder::head_major;
+    EXPECT_FALSE(plan_geometry(d, cases[0].problem, head_major).key[0].query_major) << "head-major forced";
+    PlanOptions query_major;
+    query_major.row_order = RowOrder::query_major;
+    const Plan forced = plan_geometry(d, masked(32, 1536, Dtype::f16, Dtype::f16), query_major);
+    EXPECT_TRUE(forced.key[0].query_major) << "query-major forced on f16 1536";
+    EXPECT_EQ(forced.push.attention.query_slices, 32u);
+    EXPECT_TRUE(plan_geometry(d, causal, query_major).key[0].query_major) << "query-major forced, causal";
+}
+
+// Query-major order forced where it cannot be: no attention options, the
+// chunked paths, ranges that cut a (batch, head) slice; each refusal says
+// why.
+TEST(Plan, QueryMajorOrderRefusals) {
+    const DeviceInfo d = h200();
+    PlanOptions query_major;
+    query_major.row_order = RowOrder::query_major;
+    auto expect_refused = [&](const Problem& p, const PlanOptions& o, const std::string& what, const std::string& says) {
+        try {
+            plan_geometry(d, p, o);
+            ADD_FAILURE() << what << ": planned, want invalid_argument";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << what << ": " << e.what();
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << what << ": " << e.what();
+        }
+    };
+    expect_refused(rows_of(64, 512), query_major, "no attention options", "without attention options");
+    Problem p = rows_of(4 * 6, 512);
+    p.attention.heads = 4;
+    p.attention.query_rows = 6;
+    p.attention.causal = true;
+    PlanOptions split = query_major;
+    split.path = Path::split;
+    expect_refused(p, split, "split path", "takes the split path");
+    PlanOptions ranges = query_major;
+    ranges.max_range_bytes = 8 * 512 * 4;  // 8 rows a range: slices of 6 cut
+    expect_refused(p, ranges, "ranges of 8 rows", "in ranges of 8 rows, slices of 6");
+    ranges.max_range_bytes = 12 * 512 * 4;  // 12 rows: two slices a range
+    const Plan whole = plan_geometry(d, p, ranges);
+    EXPECT_TRUE(whole.key[0].query_major) << "ranges of two slices";
+    EXPECT_EQ(whole.ranges, 2u);
+    EXPECT_EQ(whole.push.attention.query_slices, 2u);
+}
+
 // Split rows: chunks of whole tiles (4 slots x 256 invocations = 4096
 // elements), about 1024 work items over all rows and at most 512 chunks a
 // row; a 16-byte partial per item in the workspace.

@@ -186,6 +186,15 @@ const char* path_name(Path p) {
     return "?";
 }
 
+const char* row_order_name(RowOrder order) {
+    switch (order) {
+        case RowOrder::automatic: return "automatic";
+        case RowOrder::head_major: return "head-major";
+        case RowOrder::query_major: return "query-major";
+    }
+    return "?";
+}
+
 namespace {
 
 // The geometry of one plan: workgroups, slots and the work items they take.
@@ -578,6 +587,34 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
     plan.push.inv_t = key.scale_in_exp ? multiplier : 1.0f;
 }
 
+// Whether the row paths take an attention tensor's rows query-major
+// (PlanOptions::row_order): forced, or by the rule, where a mask shared by
+// every batch and head would be read again a head later in head-major
+// order after more than kQueryMajorReuseBytes (the mask and a head's rows
+// of x in and out) have passed through the cache. Every range must hold
+// whole (batch, head) slices. Error(invalid_argument) where the order is
+// forced on a problem or path that cannot take it.
+bool query_major_rows(const Problem& problem, const Plan& plan, Path path, const PipelineKey& key,
+                      const PlanOptions& options) {
+    if (options.row_order == RowOrder::head_major) return false;
+    const uint64_t query_rows = plan.push.attention.query_rows;  // set where key.attention
+    const bool possible = key.attention && !problem.backward && !chunked(path) && plan.range_outer % query_rows == 0;
+    if (options.row_order == RowOrder::query_major) {
+        if (!possible)
+            throw Error(ErrorKind::invalid_argument,
+                        "row order query-major needs attention options on the subgroup-row or workgroup-row path, "
+                        "with every range holding whole (batch, head) slices; " + to_string(problem.shape) +
+                            " takes the " + path_name(path) + " path" +
+                            (key.attention ? " in ranges of " + std::to_string(plan.range_outer) + " rows, slices of " +
+                                                 std::to_string(query_rows)
+                                           : std::string(" without attention options")));
+        return true;
+    }
+    if (!possible || !problem.attention.mask || key.mask_per_head) return false;
+    const uint64_t head_bytes = 2 * query_rows * problem.shape.axis * dtype_size(problem.dtype);
+    return plan.mask_bytes + head_bytes > kQueryMajorReuseBytes;
+}
+
 // Error(invalid_argument) for the attention options a backward problem
 // cannot take: the mask, causal mask and ALiBi act through the forward
 // output y (a hidden element's y is 0, and so is its dx), and the
@@ -676,6 +713,11 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     else
         plan_attention(d, problem, inv_t, plan, key);
     key.backward = problem.backward;
+    key.query_major = query_major_rows(problem, plan, path, key, options);
+    if (key.query_major) {
+        plan.push.attention.query_slices = static_cast<uint32_t>(range_rows / plan.push.attention.query_rows);
+        plan.push.attention.by_query_slices = divisor_for(plan.push.attention.query_slices);
+    }
     // Attention modules never guard: they take T = 1, or their scale as T
     // only where it is 1 or more for log-softmax (the temperature joins the
     // scale).

@@ -67,6 +67,10 @@ struct PipelineKey {
     // SCALE_IN_EXP: an attention module without a mask takes the statistic
     // of x and its scale in the exp (push constant inv_t = scale).
     bool scale_in_exp = false;
+    // QUERY_MAJOR: the row kinds of softmax.comp hand out an attention
+    // tensor's rows query row by query row, every (batch, head) slice of
+    // query row q before q + 1 (PlanOptions::row_order).
+    bool query_major = false;
     // The backward pass's modules (softmax_backward.comp): the same kinds,
     // bindings 0 y, 1 dx, 2 workspace, 3 dy, 4 each row's sink gradient
     // (written with `sinks`: the forward had sinks).
@@ -85,9 +89,11 @@ struct AttentionConstants {
     float scale, alibi_e0, alibi_e1;
     uint32_t alibi_heads_log2;
     uint32_t first_row;  // the range's first row in the whole tensor (Plan::ranges)
-    // query_rows, heads, mask_batch, mask_heads and mask_rows as divisors
-    // (divisor.hpp): the shader takes each row's index apart without dividing.
-    Divisor by_query_rows, by_heads, by_mask_batch, by_mask_heads, by_mask_rows;
+    uint32_t query_slices;  // the range's (batch, head) slices: its rows / query_rows
+    // query_rows, heads, mask_batch, mask_heads, mask_rows and query_slices
+    // as divisors (divisor.hpp): the shader takes each row's index apart
+    // without dividing.
+    Divisor by_query_rows, by_heads, by_mask_batch, by_mask_heads, by_mask_rows, by_query_slices;
 };
 
 // Push constants of softmax.comp, in its declaration order; the plain
@@ -100,7 +106,7 @@ struct PushConstants {
 constexpr uint32_t plain_push_bytes = 24;
 // The block softmax_common.glsl declares: 4-byte members only, so that the
 // host's layout and std430's agree (and within the 128 bytes every device has).
-static_assert(sizeof(PushConstants) == 108, "PushConstants must match softmax_common.glsl's push constant block");
+static_assert(sizeof(PushConstants) == 120, "PushConstants must match softmax_common.glsl's push constant block");
 uint32_t push_bytes(const PipelineKey& key);
 
 // The storage buffers of a dispatch: 0 input, 1 output, 2 workspace; the

@@ -28,6 +28,17 @@ const char* path_name(Path p);
 
 enum class Reduction { automatic, subgroup, shared };
 
+// The order in which the row paths take an attention tensor's rows
+// (PipelineKey::query_major). automatic: the plan's rule, query-major where
+// a mask shared by every head would leave the cache between two heads in
+// head-major order (query_major_rows() in plan.cpp; bench/NOTES.md, v29);
+// head_major: the tensor's own order; query_major: every (batch, head)
+// slice of query row q before q + 1, for attention problems on the
+// subgroup-row and workgroup-row paths whose ranges hold whole slices
+// (Error(invalid_argument) elsewhere).
+enum class RowOrder { automatic, head_major, query_major };
+const char* row_order_name(RowOrder order);
+
 // Whether long rows may take the single-pass path, whose workgroups gather
 // each other's partials within one dispatch (single_pass_rule()):
 // automatic: where the device has the Vulkan memory model at device scope
@@ -68,6 +79,7 @@ struct PlanOptions {
     uint32_t single_pass_patience = 0;
     // Tests: bytes one range of a tensor may bind; 0: maxStorageBufferRange.
     uint64_t max_range_bytes = 0;
+    RowOrder row_order = RowOrder::automatic;
     uint32_t workgroup_size = 0;     // override (a power of two); 0: the plan's choice
     uint32_t slots = 0;              // override of vec4 slots per invocation (rows_per_slot: rows
                                      // per subgroup, one per slot); 0: the plan's choice. At most
