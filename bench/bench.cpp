@@ -50,6 +50,10 @@ Problem problem_of(const Case& c, const Options& o) {
     // Options::mask_dtype says otherwise.
     p.attention.mask_dtype = o.mask_dtype ? *o.mask_dtype : c.dtype == Dtype::bf16 ? Dtype::bf16 : Dtype::f16;
     p.attention.causal = o.attention == "causal";
+    if (p.attention.mask) {
+        p.attention.mask_batch = o.mask_batch;
+        p.attention.mask_heads = o.mask_heads;
+    }
     return p;
 }
 
@@ -64,16 +68,18 @@ struct AttentionMask {
         std::mt19937 rng(std::random_device{}());
         std::uniform_real_distribution<float> value(-4.f, 0.f);
         host.resize(plan.mask_bytes);
-        for (uint64_t q = 0; q < n; ++q)
-            for (uint64_t j = 0; j < n; ++j) {
-                const float v = j > q ? -std::numeric_limits<float>::infinity() : value(rng);
-                if (dtype == Dtype::f32) {
-                    std::memcpy(&host[(q * n + j) * 4], &v, 4);
-                } else {
-                    const uint16_t h = to_16bit(dtype, v);
-                    std::memcpy(&host[(q * n + j) * 2], &h, 2);
-                }
+        // Each (mask_batch, mask_heads) slice an (n, n) mask of its own values.
+        const uint64_t elements = plan.mask_bytes / dtype_size(dtype);
+        for (uint64_t e = 0; e < elements; ++e) {
+            const uint64_t q = e / n % n, j = e % n;
+            const float v = j > q ? -std::numeric_limits<float>::infinity() : value(rng);
+            if (dtype == Dtype::f32) {
+                std::memcpy(&host[e * 4], &v, 4);
+            } else {
+                const uint16_t h = to_16bit(dtype, v);
+                std::memcpy(&host[e * 2], &h, 2);
             }
+        }
         device = std::make_unique<Buffer>(ctx, plan.mask_bytes, MemoryKind::device, "bench attention mask");
         upload(ctx, *device, host.data(), plan.mask_bytes);
     }

@@ -64,6 +64,9 @@ struct Options {
     std::string attention;
     uint64_t heads = 32;
     std::optional<Dtype> mask_dtype;  // "mask"'s storage; unset: bf16 for bf16 cases, else fp16
+    // "mask"'s batch and head dimensions (each dividing the tensor's): 1, 1
+    // broadcasts one (cols, cols) mask; (batch, 1) is a padding mask per batch.
+    uint64_t mask_batch = 1, mask_heads = 1;
     // The backward pass instead (y: the softmax of the logits, dy:
     // normal(0, 1)), timed over its 3 x tensor bytes (y, dy in, dx out).
     bool backward = false;

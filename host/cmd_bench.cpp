@@ -28,6 +28,7 @@ struct BenchArgs {
          backward = false, sinks = false;
     uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0, patience = 0;
     std::string attention, mask_dtype, row_order;
+    std::vector<uint64_t> mask_dims;
     uint64_t heads = 32;
     double warmup_ms = 1000;
     float sigma = 4.f;
@@ -141,6 +142,12 @@ bench::Options bench_options(const BenchArgs& a) {
     else if (!a.row_order.empty() && a.row_order != "automatic")
         throw Error(ErrorKind::invalid_argument,
                     "--row-order: '" + a.row_order + "' is not automatic, head-major or query-major");
+    if (!a.mask_dims.empty()) {
+        if (a.mask_dims.size() != 2 || !a.mask_dims[0] || !a.mask_dims[1])
+            throw Error(ErrorKind::invalid_argument, "--mask-dims takes BATCH,HEADS, two positive integers");
+        o.mask_batch = a.mask_dims[0];
+        o.mask_heads = a.mask_dims[1];
+    }
     if (!a.mask_dtype.empty()) {
         const std::vector<Dtype> mask = parse_dtypes(a.mask_dtype);
         if (mask.size() != 1) throw Error(ErrorKind::invalid_argument, "--mask-dtype takes one of f32, f16, bf16");
@@ -356,6 +363,11 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--heads", a->heads, "Heads of --attention (default 32)");
     sub->add_option("--mask-dtype", a->mask_dtype,
                     "The storage of --attention mask: f32, f16 or bf16 (default: bf16 for bf16 cases, else f16)");
+    sub->add_option("--mask-dims", a->mask_dims,
+                    "The batch and head dimensions of --attention mask, BATCH,HEADS, each dividing the tensor's "
+                    "(default 1,1: one (cols, cols) mask for every batch and head)")
+        ->delimiter(',')
+        ->expected(2);
     sub->add_option("--row-order", a->row_order,
                     "Tuning: the order attention rows are taken in: automatic (the plan's), head-major or query-major");
     sub->add_flag("--backward", a->backward,

@@ -387,11 +387,15 @@ TEST(Plan, AttentionScaleInTheExpOnlyWithoutAMask) {
 }
 
 // Masked attention rows go query-major where head-major order would read a
-// mask row again only after more than kQueryMajorReuseBytes (16 MiB: the
-// mask plus a head's rows of x in and out): f16 (1, 32, 1536, 1536) with
-// an fp16 mask is 4.5 + 9 MiB (head-major), f32 4.5 + 18 (query-major).
-// A mask per head, no mask, the backward pass and the chunked paths keep the
-// tensor's order; a forced order wins where the problem can take it.
+// mask row again only after more than kQueryMajorReuseBytes (16 MiB): with
+// one mask for every head, the mask plus a head's rows of x in and out
+// (f16 (1, 32, 1536, 1536) with an fp16 mask 4.5 + 9 MiB, head-major; f32
+// 4.5 + 18, query-major); a padding mask per batch the same; a mask per
+// head shared by the batches, every head's; a mask of fewer rows than the
+// query rows, its own rows within a head. A mask per batch and head is
+// read once (no order helps), nor is causal without a mask; the chunked
+// paths keep the tensor's order; a forced order wins where the problem can
+// take it.
 TEST(Plan, QueryMajorOrderWhereTheMaskLeavesTheCache) {
     const DeviceInfo d = h200();
     auto masked = [](uint64_t heads, uint64_t n, Dtype dtype, Dtype mask_dtype) {
@@ -418,6 +422,17 @@ TEST(Plan, QueryMajorOrderWhereTheMaskLeavesTheCache) {
     };
     Problem per_head = masked(32, 2048, Dtype::f32, Dtype::f16);
     per_head.attention.mask_heads = 32;
+    // (2, 32, n, n): a mask per batch (2, 1, n, n), per head (1, 32, n, n),
+    // per batch and head (2, 32, n, n).
+    auto batch_of_two = [&](uint64_t n, Dtype dtype, uint64_t mask_batch, uint64_t mask_heads) {
+        Problem p = masked(32, n, dtype, Dtype::f16);
+        p.shape.outer *= 2;
+        p.attention.mask_batch = mask_batch;
+        p.attention.mask_heads = mask_heads;
+        return p;
+    };
+    Problem one_mask_row = masked(32, 2048, Dtype::f32, Dtype::f16);
+    one_mask_row.attention.mask_rows = 1;
     Problem causal = masked(32, 2048, Dtype::f32, Dtype::f16);
     causal.attention.mask = false;
     causal.attention.causal = true;
@@ -432,14 +447,20 @@ TEST(Plan, QueryMajorOrderWhereTheMaskLeavesTheCache) {
         {"f32 512, fp16 mask (2.5 MiB)", masked(256, 512, Dtype::f32, Dtype::f16), false},
         {"f16 1024 x 2048, fp32 mask (16 MiB: at the bound, not past)", at_bound(2048), false},
         {"f16 1024 x 2056, fp32 mask (just past)", at_bound(2056), true},
-        {"f32 2048, a mask per head", per_head, false},
+        {"f32 2048, a mask per head, batch 1 (read once)", per_head, false},
+        {"f32 (2, 32, 2048, 2048), a mask per batch (40 MiB)", batch_of_two(2048, Dtype::f32, 2, 1), true},
+        {"f16 (2, 32, 1536, 1536), a mask per batch (13.5 MiB)", batch_of_two(1536, Dtype::f16, 2, 1), false},
+        {"f16 (2, 32, 512, 512), a mask per head (32 heads of 1.5 MiB)", batch_of_two(512, Dtype::f16, 1, 32), true},
+        {"f16 (2, 32, 2048, 2048), a mask per batch and head (read once)", batch_of_two(2048, Dtype::f16, 2, 32), false},
+        {"f32 2048, a mask of one row (20 KiB)", one_mask_row, false},
         {"f32 2048, causal without a mask", causal, false},
     };
     for (const Case& c : cases) {
         const Plan plan = plan_geometry(d, c.problem);
         EXPECT_EQ(plan.key[0].query_major, c.query_major) << c.what << ": " << plan.key[0].id();
         if (c.query_major) {
-            EXPECT_EQ(plan.push.attention.query_slices, c.problem.attention.heads) << c.what;
+            EXPECT_EQ(plan.push.attention.query_slices, c.problem.shape.rows() / c.problem.attention.query_rows)
+                << c.what;
             EXPECT_NE(plan.key[0].id().find("/query-major"), std::string::npos) << c.what << ": " << plan.key[0].id();
         }
     }

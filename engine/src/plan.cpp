@@ -587,13 +587,30 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
     plan.push.inv_t = key.scale_in_exp ? multiplier : 1.0f;
 }
 
+// The bytes that pass through the cache, in head-major order, between two
+// reads of one mask row; 0 where no row of the mask is read twice. Within a
+// (batch, head) slice, a mask of fewer rows than the query rows is read
+// again mask_rows rows later (each row's x in and out and its mask row).
+// Across slices, a mask slice serves the next head that shares it
+// (mask_heads slices later where the mask is broadcast over heads, else
+// the next batch that shares it: heads * mask_batch slices later), each
+// slice one head's rows of x in and out and one mask slice.
+uint64_t mask_reuse_bytes(const Problem& problem, const AttentionConstants& c) {
+    const uint64_t n = problem.shape.axis, x_bytes = dtype_size(problem.dtype),
+                   mask_bytes = dtype_size(problem.attention.mask_dtype);
+    const uint64_t batch = problem.shape.rows() / (uint64_t{c.heads} * c.query_rows);
+    if (c.mask_rows < c.query_rows) return uint64_t{c.mask_rows} * n * (2 * x_bytes + mask_bytes);
+    if (uint64_t{c.mask_batch} * c.mask_heads >= batch * c.heads) return 0;
+    const uint64_t period = c.mask_heads < c.heads ? c.mask_heads : uint64_t{c.heads} * c.mask_batch;
+    return period * c.query_rows * n * (2 * x_bytes + mask_bytes);
+}
+
 // Whether the row paths take an attention tensor's rows query-major
-// (PlanOptions::row_order): forced, or by the rule, where a mask shared by
-// every batch and head would be read again a head later in head-major
-// order after more than kQueryMajorReuseBytes (the mask and a head's rows
-// of x in and out) have passed through the cache. Every range must hold
-// whole (batch, head) slices. Error(invalid_argument) where the order is
-// forced on a problem or path that cannot take it.
+// (PlanOptions::row_order): forced, or by the rule, where head-major order
+// would read a mask row again only after more than kQueryMajorReuseBytes
+// have passed through the cache (mask_reuse_bytes()). Every range must
+// hold whole (batch, head) slices. Error(invalid_argument) where the order
+// is forced on a problem or path that cannot take it.
 bool query_major_rows(const Problem& problem, const Plan& plan, Path path, const PipelineKey& key,
                       const PlanOptions& options) {
     if (options.row_order == RowOrder::head_major) return false;
@@ -610,9 +627,8 @@ bool query_major_rows(const Problem& problem, const Plan& plan, Path path, const
                                            : std::string(" without attention options")));
         return true;
     }
-    if (!possible || !problem.attention.mask || key.mask_per_head) return false;
-    const uint64_t head_bytes = 2 * query_rows * problem.shape.axis * dtype_size(problem.dtype);
-    return plan.mask_bytes + head_bytes > kQueryMajorReuseBytes;
+    return possible && problem.attention.mask &&
+           mask_reuse_bytes(problem, plan.push.attention) > kQueryMajorReuseBytes;
 }
 
 // Error(invalid_argument) for the attention options a backward problem

@@ -137,15 +137,18 @@ constexpr uint32_t kSinglePassPatience = 4096;
 constexpr uint32_t kSinglePassPatienceCpu = 4;
 
 // Masked attention rows go query-major (RowOrder) where head-major order
-// touches more than this many bytes between two reads of one mask row: the
-// mask shared by every head plus a head's rows of x in and out. H100 (50
-// MB L2), fp16 masks unless said, us head-major against query-major: at
-// 1.5-6 MiB (rows of 512 and 1024) query-major is 1-5% slower, at 13.5
-// MiB (f16 (1, 32, 1536, 1536)) 2% slower (117.5 against 119.8); from
-// 22.5 MiB on it is faster: f32 1536 225.6 against 214.5, f16 2048 (24
-// MiB) 214.1 against 210.4, f16 2048 with an fp32 mask (32 MiB) 278.0
-// against 215.8, f32 2048 (40 MiB) 440.5 against 381.3, f16 (1, 8, 4096,
-// 4096) (96 MiB) 269.8 against 216.8 (bench/NOTES.md, v29).
+// passes more than this many bytes through the cache between two reads of
+// one mask row (mask_reuse_bytes() in plan.cpp: for one mask shared by
+// every head, the mask plus a head's rows of x in and out). H100 (50 MB
+// L2), us head-major against query-major: at 1.5-10 MiB (rows of 512 and
+// 1024, one mask) query-major is 1-5% slower, at 13.5 MiB (f16 (1, 32,
+// 1536, 1536)) 2% slower (117.5 against 119.8); from 22.5 MiB on it is
+// faster or level: f32 1536 225.6 against 214.5, 16-bit rows of 2048 (24
+// MiB) 0.2-1.7% faster with one mask and 0.8% slower with a mask per
+// batch, f16 2048 with an fp32 mask (32 MiB) 278.0 against 215.8, f32 2048
+// (40 MiB) 440.5 against 381.3, f16 (1, 8, 4096, 4096) (96 MiB) 269.8
+// against 216.8, f16 (2, 32, 1024, 1024) with a mask per head (192 MiB)
+// 136.5 against 123.4 (bench/NOTES.md, v29).
 constexpr uint64_t kQueryMajorReuseBytes = 16ull << 20;
 
 }  // namespace vksoftmax::tuning
