@@ -39,11 +39,12 @@ layout(constant_id = 14) const bool ALIBI = false;
 layout(constant_id = 15) const bool MASK_PER_HEAD = false;
 // The order in which the row kinds take the rows: head-major (the tensor's,
 // every query row of a head before the next head) or query-major (every
-// (batch, head) slice of query row q before q + 1). A mask shared by the
-// heads is read again a head later in head-major order, after a head's rows
-// of x in and out have passed through the cache; where those evict it, the
-// query-major order reads each mask row while it is still there
-// (engine/src/plan.cpp, query_major_rows()).
+// (batch, head) slice of query row q before q + 1). In head-major order a
+// mask slice is read again by the next slice that shares it (the next head,
+// for a mask broadcast over heads), after that slice's rows of x in and out
+// have passed through the cache; where they evict it, query-major order
+// reads each mask row while it is still there (engine/src/plan.cpp,
+// query_major_rows()).
 layout(constant_id = 18) const bool QUERY_MAJOR = false;
 
 // A row's share of the options (row_attention()).

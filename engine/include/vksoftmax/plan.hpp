@@ -30,8 +30,9 @@ enum class Reduction { automatic, subgroup, shared };
 
 // The order in which the row paths take an attention tensor's rows
 // (PipelineKey::query_major). automatic: the plan's rule, query-major where
-// a mask shared by every head would leave the cache between two heads in
-// head-major order (query_major_rows() in plan.cpp; bench/NOTES.md, v29);
+// head-major order would let a mask row leave the cache before the next
+// (batch, head) slice that reads it does (query_major_rows() in plan.cpp;
+// bench/NOTES.md, v29);
 // head_major: the tensor's own order; query_major: every (batch, head)
 // slice of query row q before q + 1, for attention problems on the
 // subgroup-row and workgroup-row paths whose ranges hold whole slices
