@@ -420,21 +420,25 @@ void check_backward(Context& ctx, const Case& c, const Problem& p, const RunOpti
                  (c.attention.sinks ? "; sink gradient " + sinks.describe() : "");
 }
 
+bool chunked_path(Path path) { return path == Path::split || path == Path::single_pass; }
+
+// Why variant v does not run case c (the row is skipped, and passes);
+// empty where it runs it.
+std::string skip_reason(const Case& c, const Variant& v) {
+    if (v.path == Path::subgroup_row && c.shape.axis > 65537) return "rows this long never take the subgroup-row path";
+    if (c.row_order == RowOrder::query_major && chunked_path(v.path)) return "query-major order is the row paths' alone";
+    return {};
+}
+
 Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     Result r;
     r.case_name = c.name;
     r.variant = v.name();
     r.subgroup_size = v.subgroup_size ? v.subgroup_size : ctx.info().subgroup_size;
-    if (v.path == Path::subgroup_row && c.shape.axis > 65537) {
+    r.note = skip_reason(c, v);
+    if (!r.note.empty()) {
         r.skipped = true;
         r.pass = true;
-        r.note = "rows this long never take the subgroup-row path";
-        return r;
-    }
-    if (c.row_order == RowOrder::query_major && (v.path == Path::split || v.path == Path::single_pass)) {
-        r.skipped = true;
-        r.pass = true;
-        r.note = "query-major order is the row paths' alone";
         return r;
     }
     Problem p;
@@ -452,7 +456,7 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     // Small chunks on the chunked paths: many partials to merge even for
     // short rows. The single-pass path is checked wherever the device has
     // what it needs, whether or not its plan takes it by itself.
-    if (v.path == Path::split || v.path == Path::single_pass) ro.plan.chunk_elements = 1;
+    if (chunked_path(v.path)) ro.plan.chunk_elements = 1;
     ro.plan.single_pass = SinglePass::allowed;
     ro.plan.single_pass_patience = v.patience;
     ro.plan.row_order = c.row_order;

@@ -595,14 +595,13 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
 // (mask_heads slices later where the mask is broadcast over heads, else
 // the next batch that shares it: heads * mask_batch slices later), each
 // slice one head's rows of x in and out and one mask slice.
-uint64_t mask_reuse_bytes(const Problem& problem, const AttentionConstants& c) {
-    const uint64_t n = problem.shape.axis, x_bytes = dtype_size(problem.dtype),
-                   mask_bytes = dtype_size(problem.attention.mask_dtype);
-    const uint64_t batch = problem.shape.rows() / (uint64_t{c.heads} * c.query_rows);
-    if (c.mask_rows < c.query_rows) return uint64_t{c.mask_rows} * n * (2 * x_bytes + mask_bytes);
-    if (uint64_t{c.mask_batch} * c.mask_heads >= batch * c.heads) return 0;
-    const uint64_t period = c.mask_heads < c.heads ? c.mask_heads : uint64_t{c.heads} * c.mask_batch;
-    return period * c.query_rows * n * (2 * x_bytes + mask_bytes);
+uint64_t mask_reuse_bytes(const Problem& problem, const AttentionLayout& l) {
+    const uint64_t row_bytes = problem.shape.axis * (2 * dtype_size(problem.dtype) +
+                                                     dtype_size(problem.attention.mask_dtype));
+    if (l.mask_rows < l.query_rows) return l.mask_rows * row_bytes;
+    if (l.mask_batch * l.mask_heads >= l.batch * l.heads) return 0;
+    const uint64_t period = l.mask_heads < l.heads ? l.mask_heads : l.heads * l.mask_batch;
+    return period * l.query_rows * row_bytes;
 }
 
 // Whether the row paths take an attention tensor's rows query-major
@@ -628,7 +627,7 @@ bool query_major_rows(const Problem& problem, const Plan& plan, Path path, const
         return true;
     }
     return possible && problem.attention.mask &&
-           mask_reuse_bytes(problem, plan.push.attention) > kQueryMajorReuseBytes;
+           mask_reuse_bytes(problem, attention_layout(problem)) > kQueryMajorReuseBytes;
 }
 
 // Error(invalid_argument) for the attention options a backward problem
@@ -730,10 +729,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         plan_attention(d, problem, inv_t, plan, key);
     key.backward = problem.backward;
     key.query_major = query_major_rows(problem, plan, path, key, options);
-    if (key.query_major) {
-        plan.push.attention.query_slices = static_cast<uint32_t>(range_rows / plan.push.attention.query_rows);
-        plan.push.attention.by_query_slices = divisor_for(plan.push.attention.query_slices);
-    }
+    if (key.query_major) set_query_slices(plan.push.attention, plan.push.rows);
     // Attention modules never guard: they take T = 1, or their scale as T
     // only where it is 1 or more for log-softmax (the temperature joins the
     // scale).

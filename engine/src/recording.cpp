@@ -103,11 +103,7 @@ std::vector<RangeCall> range_calls(const Context& ctx, const Plan& plan, const B
                                       plan.range_workspace_bytes};
             c.push.rows = static_cast<uint32_t>(outers * s.inner);
             c.push.attention.first_row = static_cast<uint32_t>(outer0 * s.inner);
-            // A query-major range's slices (the last range may hold fewer).
-            if (plan.key[0].query_major) {
-                c.push.attention.query_slices = c.push.rows / c.push.attention.query_rows;
-                c.push.attention.by_query_slices = divisor_for(c.push.attention.query_slices);
-            }
+            if (plan.key[0].query_major) set_query_slices(c.push.attention, c.push.rows);
         }
         c.set = descriptor_set_for(ctx, plan, c.bindings);
         calls.push_back(c);

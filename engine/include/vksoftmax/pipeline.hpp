@@ -96,6 +96,13 @@ struct AttentionConstants {
     Divisor by_query_rows, by_heads, by_mask_batch, by_mask_heads, by_mask_rows, by_query_slices;
 };
 
+// A query-major range's (batch, head) slices and their divisor, from its
+// rows (QUERY_MAJOR; the last range of a tensor may hold fewer).
+inline void set_query_slices(AttentionConstants& c, uint32_t range_rows) {
+    c.query_slices = range_rows / c.query_rows;
+    c.by_query_slices = divisor_for(c.query_slices);
+}
+
 // Push constants of softmax.comp, in its declaration order; the plain
 // modules take the first six (plain_push_bytes).
 struct PushConstants {
