@@ -111,6 +111,15 @@ int replot(const BenchArgs& a) {
     return Exit::ok;
 }
 
+// --row-order's value (empty: automatic), Error(invalid_argument) for
+// another word.
+RowOrder parse_row_order(const std::string& text) {
+    for (RowOrder order : {RowOrder::automatic, RowOrder::head_major, RowOrder::query_major})
+        if (text == row_order_name(order)) return order;
+    if (text.empty()) return RowOrder::automatic;
+    throw Error(ErrorKind::invalid_argument, "--row-order: '" + text + "' is not automatic, head-major or query-major");
+}
+
 // The timing and plan options of the command line.
 bench::Options bench_options(const BenchArgs& a) {
     if (a.iters == 0 || a.repeats == 0) throw Error(ErrorKind::invalid_argument, "--iters and --repeats must be > 0");
@@ -137,11 +146,7 @@ bench::Options bench_options(const BenchArgs& a) {
         throw Error(ErrorKind::invalid_argument,
                     "--path: '" + a.path + "' is not subgroup-row, workgroup-row, split or single-pass");
     o.plan.single_pass = parse_single_pass(a.single_pass);
-    if (a.row_order == "head-major") o.plan.row_order = RowOrder::head_major;
-    else if (a.row_order == "query-major") o.plan.row_order = RowOrder::query_major;
-    else if (!a.row_order.empty() && a.row_order != "automatic")
-        throw Error(ErrorKind::invalid_argument,
-                    "--row-order: '" + a.row_order + "' is not automatic, head-major or query-major");
+    o.plan.row_order = parse_row_order(a.row_order);
     if (!a.mask_dims.empty()) {
         if (a.mask_dims.size() != 2 || !a.mask_dims[0] || !a.mask_dims[1])
             throw Error(ErrorKind::invalid_argument, "--mask-dims takes BATCH,HEADS, two positive integers");
