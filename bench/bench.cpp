@@ -503,8 +503,10 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
     Row row;
     row.c = c;
     const Plan plan = make_plan(ctx, problem_of(c, o), o.plan);
-    // The row order where it is not the tensor's (Plan's key: query_major).
-    row.attention = o.attention + (plan.key[0].query_major ? " query-major" : "");
+    // The row order where it is not the tensor's (Plan's key: query_major,
+    // in blocks of 2^query_block_shift query rows).
+    const PipelineKey& key = plan.key[0];
+    row.attention = o.attention + (key.query_major ? " query-major/" + std::to_string(1u << key.query_block_shift) : "");
     const AttentionMask mask(ctx, plan);
     const AttentionBuffers attention = mask.buffers(plan);
     describe(plan, row);

@@ -26,7 +26,7 @@ struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false,
          backward = false, sinks = false;
-    uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0, patience = 0;
+    uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0, patience = 0, query_block = 0;
     std::string attention, mask_dtype, row_order;
     std::vector<uint64_t> mask_dims;
     uint64_t heads = 32;
@@ -147,6 +147,7 @@ bench::Options bench_options(const BenchArgs& a) {
                     "--path: '" + a.path + "' is not subgroup-row, workgroup-row, split or single-pass");
     o.plan.single_pass = parse_single_pass(a.single_pass);
     o.plan.row_order = parse_row_order(a.row_order);
+    o.plan.query_block = a.query_block;
     if (!a.mask_dims.empty()) {
         if (a.mask_dims.size() != 2 || !a.mask_dims[0] || !a.mask_dims[1])
             throw Error(ErrorKind::invalid_argument, "--mask-dims takes BATCH,HEADS, two positive integers");
@@ -375,6 +376,9 @@ Command add_bench(CLI::App& app) {
         ->expected(2);
     sub->add_option("--row-order", a->row_order,
                     "Tuning: the order attention rows are taken in: automatic (the plan's), head-major or query-major");
+    sub->add_option("--query-block", a->query_block,
+                    "Tuning: query-major order in blocks of this many query rows (a power of two dividing them; "
+                    "default: the plan's)");
     sub->add_flag("--backward", a->backward,
                   "Time the backward pass instead (y the softmax of the logits, dy normal(0, 1)), over 3 x tensor bytes");
     sub->add_flag("--sinks", a->sinks,

@@ -46,6 +46,11 @@ layout(constant_id = 15) const bool MASK_PER_HEAD = false;
 // reads each mask row while it is still there (engine/src/plan.cpp,
 // query_major_rows()).
 layout(constant_id = 18) const bool QUERY_MAJOR = false;
+// Query-major order in blocks of 2^QUERY_BLOCK_SHIFT query rows: each slice
+// takes a block of consecutive rows before the next slice takes the same
+// block, so that a workgroup's neighbours read neighbouring rows of x while
+// a mask row is read again a block later (query_block_rows() in plan.cpp).
+layout(constant_id = 19) const uint QUERY_BLOCK_SHIFT = 0u;
 
 // A row's share of the options (row_attention()).
 struct RowAttention { uint mask_base; uint visible; float slope; };
@@ -82,13 +87,17 @@ uint divide(uint n, uint magic, uint shifts) {
 }
 
 // The row of the dispatch's range that the i-th row handed out is: i
-// itself, or with QUERY_MAJOR row (i % query_slices) * query_rows +
-// i / query_slices, a bijection on the range (its rows are query_slices *
+// itself, or with QUERY_MAJOR, in blocks of b = 2^QUERY_BLOCK_SHIFT query
+// rows, row k of block j (j = i / b, k = i % b) is row
+// (j % query_slices) * query_rows + (j / query_slices) * b + k: a bijection
+// on the range (its rows are query_slices * query_rows, and b divides
 // query_rows).
 uint row_in_order(uint i) {
     if (!QUERY_MAJOR) return i;
-    uint q = divide(i, pc.query_slices_magic, pc.query_slices_shifts);
-    return (i - q * pc.query_slices) * pc.query_rows + q;
+    uint block = i >> QUERY_BLOCK_SHIFT;
+    uint q = divide(block, pc.query_slices_magic, pc.query_slices_shifts);
+    uint in_block = i & ((1u << QUERY_BLOCK_SHIFT) - 1u);
+    return (block - q * pc.query_slices) * pc.query_rows + (q << QUERY_BLOCK_SHIFT) + in_block;
 }
 
 // Row r's (batch * heads + head) and query row. Rows are numbered within

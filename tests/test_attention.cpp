@@ -199,30 +199,53 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
 // (batch 2, heads 3, query rows 5), with a mask broadcast over batch and
 // heads, a mask per head with ALiBi (log-softmax), and causal with sinks
 // and the log-sum-exp, which each row finds by the index it is given.
-TEST_F(AttentionTest, QueryMajorOrderOnEveryRowKind) {
-    const uint64_t batch = 2, heads = 3, query_rows = 5;
-    const std::vector<float> sinks = {6.0f, -kInf, 9.0f};
-    struct Geometry {
-        const char* what;
-        Path path;
-        uint64_t n;
-        uint32_t workgroup_size, slots;
-        bool ranges;
-    };
-    // Ranges of rows of 256: slices of whole 256-byte multiples, which every
-    // device's offset alignment keeps whole.
-    std::vector<Geometry> geometries = {{"workgroup row", Path::workgroup_row, 200, 0, 0, false},
-                                        {"row in tiles", Path::workgroup_row, 600, 64, 1, false},
-                                        {"ranges of two slices", Path::workgroup_row, 256, 0, 0, true}};
-    const bool subgroup_rows = Gpu::ctx().info().subgroup_arithmetic();
-    if (subgroup_rows) {
+// A geometry that puts query-major rows on one row kind (forced path,
+// workgroup size and slots), or in ranges of two (batch, head) slices.
+struct RowKindGeometry {
+    const char* what;
+    Path path;
+    uint64_t n;
+    uint32_t workgroup_size, slots;
+    bool ranges;
+};
+
+// Rows in registers (a workgroup row of 200), in tiles (a workgroup of 64 x
+// 1 slot over rows of 600), in ranges of two slices (rows of 256: slices of
+// whole 256-byte multiples, which every device's offset alignment keeps
+// whole), and with subgroup arithmetic several rows a subgroup (rows of 12:
+// one row in each slot) and a subgroup's row (100).
+std::vector<RowKindGeometry> row_kind_geometries() {
+    std::vector<RowKindGeometry> geometries = {{"workgroup row", Path::workgroup_row, 200, 0, 0, false},
+                                               {"row in tiles", Path::workgroup_row, 600, 64, 1, false},
+                                               {"ranges of two slices", Path::workgroup_row, 256, 0, 0, true}};
+    if (Gpu::ctx().info().subgroup_arithmetic()) {
         geometries.push_back({"rows per slot", Path::subgroup_row, 12, 0, 0, false});
         geometries.push_back({"subgroup row", Path::subgroup_row, 100, 0, 0, false});
     }
+    return geometries;
+}
+
+// The options a query-major case forces for geometry g of a problem of
+// `query_rows` query rows a slice.
+PlanOptions query_major_options(const RowKindGeometry& g, uint64_t query_rows, Dtype dtype) {
+    PlanOptions o;
+    o.path = g.path;
+    o.row_order = RowOrder::query_major;
+    o.workgroup_size = g.workgroup_size;
+    o.slots = g.slots;
+    if (g.ranges) o.max_range_bytes = 2 * query_rows * g.n * dtype_size(dtype);
+    return o;
+}
+
+TEST_F(AttentionTest, QueryMajorOrderOnEveryRowKind) {
+    const uint64_t batch = 2, heads = 3, query_rows = 5;
+    const std::vector<float> sinks = {6.0f, -kInf, 9.0f};
+    const std::vector<RowKindGeometry> geometries = row_kind_geometries();
+    const bool subgroup_rows = Gpu::ctx().info().subgroup_arithmetic();
     const Dtype dtypes[] = {Dtype::f32, Dtype::f16, Dtype::bf16};
     std::set<ShaderKind> kinds;
     uint32_t variant = 0, runs = 0;
-    for (const Geometry& g : geometries)
+    for (const RowKindGeometry& g : geometries)
         for (int option = 0; option < 3; ++option, ++variant)
             for (uint32_t k = 0; k < 3; ++k) {
                 if (!sweep_runs(variant, k, 3)) continue;  // a type per case (all with full sweeps)
@@ -249,15 +272,11 @@ TEST_F(AttentionTest, QueryMajorOrderOnEveryRowKind) {
                 const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
                 const std::vector<float> mask =
                     a.mask ? random_mask(a.mask_heads * query_rows, g.n, fresh_seed()) : std::vector<float>{};
-                PlanOptions o;
-                o.path = g.path;
-                o.row_order = RowOrder::query_major;
-                o.workgroup_size = g.workgroup_size;
-                o.slots = g.slots;
-                if (g.ranges) o.max_range_bytes = 2 * query_rows * g.n * dtype_size(dtype);
+                const PlanOptions o = query_major_options(g, query_rows, dtype);
                 const std::string what = std::string(g.what) + ", " + describe_options(p);
                 const AttentionOutcome out = run_attention(p, x, mask, sinks, o);
                 ASSERT_TRUE(out.plan.key[0].query_major) << what << ": " << out.plan.key[0].id();
+                EXPECT_EQ(out.plan.key[0].query_block_shift, 0u) << what << ": blocks of 1 (5 query rows)";
                 if (g.ranges) {
                     EXPECT_EQ(out.plan.ranges, 3u) << what;
                 }
@@ -271,6 +290,58 @@ TEST_F(AttentionTest, QueryMajorOrderOnEveryRowKind) {
     if (subgroup_rows) {
         EXPECT_TRUE(kinds.count(ShaderKind::rows_per_slot)) << "no case took the rows per slot kind";
     }
+}
+
+// Query-major order in blocks of 2, 4 and 8 of (batch 2, heads 3, query
+// rows 8) forced on each row kind (row_kind_geometries()), and the plan's
+// own block: with a mask broadcast over batch and heads, a mask per head
+// with ALiBi (log-softmax, the log-sum-exp), and causal with sinks. A
+// block is a power of two dividing the query rows; 8 takes whole slices.
+TEST_F(AttentionTest, QueryMajorBlocksOnEveryRowKind) {
+    const uint64_t batch = 2, heads = 3, query_rows = 8;
+    const std::vector<float> sinks = {6.0f, -kInf, 9.0f};
+    const Dtype dtypes[] = {Dtype::f32, Dtype::f16, Dtype::bf16};
+    const uint32_t blocks[] = {0, 2, 4, 8};  // 0: the plan's
+    uint32_t variant = 0, runs = 0;
+    std::set<uint32_t> shifts;
+    for (const RowKindGeometry& g : row_kind_geometries())
+        for (uint32_t block : blocks)
+            for (uint32_t k = 0; k < 3; ++k, ++variant) {
+                if (!sweep_runs(variant, k, 3)) continue;  // an option and a type per case
+                const Dtype dtype = dtypes[(k + block) % 3];
+                Problem p = attention_problem(batch, heads, query_rows, g.n, dtype);
+                p.scale = 1.0 / std::sqrt(128.0);
+                Attention& a = p.attention;
+                a.mask = k != 2;
+                a.mask_dtype = dtype;
+                a.causal = k == 2;
+                a.sinks = k == 2;
+                if (k == 1) {
+                    p.log = true;
+                    a.mask_heads = heads;
+                    a.alibi_max_bias = 8.0;
+                    a.lse = true;
+                }
+                const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+                const std::vector<float> mask =
+                    a.mask ? random_mask(a.mask_heads * query_rows, g.n, fresh_seed()) : std::vector<float>{};
+                PlanOptions o = query_major_options(g, query_rows, dtype);
+                o.query_block = block;
+                const std::string what = std::string(g.what) + ", blocks of " + std::to_string(block) + ", " +
+                                         describe_options(p);
+                const AttentionOutcome out = run_attention(p, x, mask, sinks, o);
+                const PipelineKey& key = out.plan.key[0];
+                ASSERT_TRUE(key.query_major) << what << ": " << key.id();
+                if (block) {
+                    EXPECT_EQ(1u << key.query_block_shift, block) << what << ": " << key.id();
+                }
+                expect_within_bound(p, out, what);
+                shifts.insert(key.query_block_shift);
+                ++runs;
+            }
+    EXPECT_GE(runs, 4u * 3u) << "cases run";
+    for (uint32_t shift : {1u, 2u, 3u})
+        EXPECT_TRUE(shifts.count(shift)) << "no case ran in blocks of " << (1u << shift);
 }
 
 // A mask that leaves one element per row gives exactly 1 there and 0

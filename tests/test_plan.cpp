@@ -476,6 +476,77 @@ TEST(Plan, QueryMajorOrderWhereTheMaskLeavesTheCache) {
     EXPECT_TRUE(plan_geometry(d, causal, query_major).key[0].query_major) << "query-major forced, causal";
 }
 
+// Query-major order takes blocks of query rows: the largest power of two
+// dividing the query rows whose block, times the slices between two reads
+// of a mask row, passes at most 4 MiB (x in and out and the mask row, per
+// query row). Forced blocks must be powers of two dividing the query rows,
+// and need query-major order.
+TEST(Plan, QueryMajorBlocks) {
+    const DeviceInfo d = h200();
+    auto masked = [](uint64_t batch, uint64_t heads, uint64_t n, Dtype dtype, Dtype mask_dtype) {
+        Problem p = rows_of(batch * heads * n, n, dtype);
+        p.attention.heads = heads;
+        p.attention.query_rows = n;
+        p.attention.mask = true;
+        p.attention.mask_dtype = mask_dtype;
+        return p;
+    };
+    Problem per_head = masked(2, 32, 1024, Dtype::f16, Dtype::f16);
+    per_head.attention.mask_heads = 32;
+    Problem per_batch = masked(2, 32, 2048, Dtype::f32, Dtype::f16);
+    per_batch.attention.mask_batch = 2;
+    struct Case {
+        const char* what;
+        Problem problem;
+        uint32_t block;
+    };
+    const Case cases[] = {
+        {"f16 (1, 32, 2048, 2048): 12 KiB a query row", masked(1, 32, 2048, Dtype::f16, Dtype::f16), 256},
+        {"bf16 (1, 32, 2048, 2048)", masked(1, 32, 2048, Dtype::bf16, Dtype::bf16), 256},
+        {"f32 (1, 32, 2048, 2048), fp16 mask: 20 KiB", masked(1, 32, 2048, Dtype::f32, Dtype::f16), 128},
+        {"f16 (1, 8, 4096, 4096): 24 KiB", masked(1, 8, 4096, Dtype::f16, Dtype::f16), 128},
+        {"f32 (1, 32, 1536, 1536): 15 KiB", masked(1, 32, 1536, Dtype::f32, Dtype::f16), 256},
+        {"f16 (2, 32, 1024, 1024), a mask per head: 32 slices of 6 KiB", per_head, 16},
+        {"f32 (2, 32, 2048, 2048), a mask per batch", per_batch, 128},
+    };
+    for (const Case& c : cases) {
+        const Plan plan = plan_geometry(d, c.problem);
+        ASSERT_TRUE(plan.key[0].query_major) << c.what << ": " << plan.key[0].id();
+        EXPECT_EQ(1u << plan.key[0].query_block_shift, c.block) << c.what << ": " << plan.key[0].id();
+        EXPECT_NE(plan.key[0].id().find("/block" + std::to_string(c.block)), std::string::npos)
+            << c.what << ": " << plan.key[0].id();
+    }
+
+    PlanOptions query_major;
+    query_major.row_order = RowOrder::query_major;
+    Problem thousand = masked(1, 32, 1000, Dtype::f16, Dtype::f16);
+    EXPECT_EQ(plan_geometry(d, thousand, query_major).key[0].query_block_shift, 3u)
+        << "1000 query rows, forced: blocks of 8, the largest power of two dividing them";
+    Problem causal = masked(1, 32, 2048, Dtype::f32, Dtype::f16);
+    causal.attention.mask = false;
+    causal.attention.causal = true;
+    EXPECT_EQ(plan_geometry(d, causal, query_major).key[0].query_block_shift, 0u) << "causal, no mask: blocks of 1";
+    PlanOptions forced = query_major;
+    forced.query_block = 64;
+    EXPECT_EQ(plan_geometry(d, cases[0].problem, forced).key[0].query_block_shift, 6u) << "blocks of 64 forced";
+
+    auto expect_refused = [&](const Problem& p, uint32_t block, const PlanOptions& base, const std::string& says) {
+        PlanOptions o = base;
+        o.query_block = block;
+        try {
+            plan_geometry(d, p, o);
+            ADD_FAILURE() << "blocks of " << block << ": planned, want invalid_argument";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << "blocks of " << block << ": " << e.what();
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << "blocks of " << block << ": " << e.what();
+        }
+    };
+    expect_refused(cases[0].problem, 3, query_major, "want a power of two dividing the 2048 query rows");
+    expect_refused(cases[0].problem, 4096, query_major, "want a power of two dividing the 2048 query rows");
+    expect_refused(thousand, 16, query_major, "dividing the 1000 query rows");
+    expect_refused(thousand, 8, PlanOptions{}, "the rows are taken head-major");
+}
+
 // Query-major order forced where it cannot be: no attention options, the
 // chunked paths, ranges that cut a (batch, head) slice; each refusal says
 // why.

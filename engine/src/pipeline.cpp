@@ -30,7 +30,8 @@ std::string PipelineKey::id() const {
            (kind == ShaderKind::single_pass ? "/patience" + std::to_string(patience) : "") + "/req" + std::to_string(required_subgroup_size) +
            (attention ? "/attention/mask" + std::to_string(mask) + (causal ? "/causal" : "") + (sinks ? "/sinks" : "") +
                             (lse ? "/lse" : "") + (alibi ? "/alibi" : "") + (mask_per_head ? "/per-head" : "") +
-                            (scale_in_exp ? "/scale-in-exp" : "") + (query_major ? "/query-major" : "")
+                            (scale_in_exp ? "/scale-in-exp" : "") + (query_major ? "/query-major" : "") +
+                            (query_block_shift ? "/block" + std::to_string(1u << query_block_shift) : "")
                       : "") +
            (backward ? std::string("/backward") + (sinks ? "/sinks" : "") : "");
 }
@@ -125,21 +126,22 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
 void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
-    // constant_id 0..9, 16 and 17 of softmax_common.glsl, 10..15 and 18 of
-    // softmax_attention.glsl (12, SINKS, of softmax_backward.glsl too);
+    // constant_id 0..9, 16 and 17 of softmax_common.glsl, 10..15, 18 and 19
+    // of softmax_attention.glsl (12, SINKS, of softmax_backward.glsl too);
     // booleans are 32-bit.
-    const std::array<uint32_t, 19> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
+    const std::array<uint32_t, 20> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                              key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
                                              static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u,
                                              key_.patience, key_.mask, key_.causal ? 1u : 0u, key_.sinks ? 1u : 0u,
                                              key_.lse ? 1u : 0u, key_.alibi ? 1u : 0u,
                                              key_.mask_per_head ? 1u : 0u, key_.log_overflow_guard ? 1u : 0u,
-                                             key_.scale_in_exp ? 1u : 0u, key_.query_major ? 1u : 0u};
-    std::array<VkSpecializationMapEntry, 19> entries{};
+                                             key_.scale_in_exp ? 1u : 0u, key_.query_major ? 1u : 0u,
+                                             key_.query_block_shift};
+    std::array<VkSpecializationMapEntry, 20> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares only constant_id 0. ROW_LANES (7) is declared by
-    // the shuffle modules alone, PATIENCE (9) by the single-pass ones, 10..15
-    // and 18 by the attention ones: an
+    // the shuffle modules alone, PATIENCE (9) by the single-pass ones, 10..15,
+    // 18 and 19 by the attention ones: an
     // entry for an id a module does not declare is ignored (Vulkan's
     // VkSpecializationInfo).
     const uint32_t count = key_.copy ? 1u : static_cast<uint32_t>(entries.size());

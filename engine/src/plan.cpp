@@ -587,6 +587,18 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
     plan.push.inv_t = key.scale_in_exp ? multiplier : 1.0f;
 }
 
+// A masked row's bytes through the cache: x in and out and its mask row.
+uint64_t attention_row_bytes(const Problem& problem) {
+    return problem.shape.axis * (2 * dtype_size(problem.dtype) + dtype_size(problem.attention.mask_dtype));
+}
+
+// The (batch, head) slices from one slice to the next that reads the same
+// mask slice: mask_heads where the mask is broadcast over heads (1 for one
+// mask), else the next batch that shares it (heads * mask_batch).
+uint64_t mask_slice_period(const AttentionLayout& l) {
+    return l.mask_heads < l.heads ? l.mask_heads : l.heads * l.mask_batch;
+}
+
 // The bytes that pass through the cache, in head-major order, between two
 // reads of one mask row; 0 where no row of the mask is read twice. Within a
 // (batch, head) slice, a mask of fewer rows than the query rows is read
@@ -596,12 +608,39 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplie
 // the next batch that shares it: heads * mask_batch slices later), each
 // slice one head's rows of x in and out and one mask slice.
 uint64_t mask_reuse_bytes(const Problem& problem, const AttentionLayout& l) {
-    const uint64_t row_bytes = problem.shape.axis * (2 * dtype_size(problem.dtype) +
-                                                     dtype_size(problem.attention.mask_dtype));
+    const uint64_t row_bytes = attention_row_bytes(problem);
     if (l.mask_rows < l.query_rows) return l.mask_rows * row_bytes;
     if (l.mask_batch * l.mask_heads >= l.batch * l.heads) return 0;
-    const uint64_t period = l.mask_heads < l.heads ? l.mask_heads : l.heads * l.mask_batch;
-    return period * l.query_rows * row_bytes;
+    return mask_slice_period(l) * l.query_rows * row_bytes;
+}
+
+// The query rows of one block of query-major order (QUERY_BLOCK_SHIFT):
+// the largest power of two dividing the query rows such that a block,
+// times the slices between two that share a mask row, passes at most
+// kQueryBlockBytes through the cache before that mask row is read again.
+// 1 where no mask row is read by another slice (no mask, a mask per batch
+// and head, or one of fewer rows than the query rows, read again within
+// its own slice).
+uint32_t query_block_rows(const Problem& problem, const AttentionLayout& l) {
+    if (!problem.attention.mask || l.mask_rows < l.query_rows || l.mask_batch * l.mask_heads >= l.batch * l.heads)
+        return 1;
+    const uint64_t between = mask_slice_period(l) * attention_row_bytes(problem);  // a block row's share
+    uint64_t block = 1;
+    while (l.query_rows % (2 * block) == 0 && 2 * block * between <= kQueryBlockBytes) block *= 2;
+    return static_cast<uint32_t>(block);
+}
+
+// log2 of the block of query-major order: PlanOptions::query_block where
+// set (a power of two dividing the query rows), else query_block_rows().
+uint32_t query_block_shift(const Problem& problem, uint64_t query_rows, const PlanOptions& options) {
+    const uint64_t block = options.query_block ? options.query_block : query_block_rows(problem, attention_layout(problem));
+    if ((block & (block - 1)) != 0 || query_rows % block != 0)
+        throw Error(ErrorKind::invalid_argument, "query-major blocks of " + std::to_string(block) +
+                                                     " query rows: want a power of two dividing the " +
+                                                     std::to_string(query_rows) + " query rows");
+    uint32_t shift = 0;
+    while ((uint64_t{1} << shift) < block) ++shift;
+    return shift;
 }
 
 // Whether the row paths take an attention tensor's rows query-major
@@ -729,7 +768,13 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         plan_attention(d, problem, inv_t, plan, key);
     key.backward = problem.backward;
     key.query_major = query_major_rows(problem, plan, path, key, options);
-    if (key.query_major) set_query_slices(plan.push.attention, plan.push.rows);
+    if (options.query_block && !key.query_major)
+        throw Error(ErrorKind::invalid_argument, "query-major blocks of " + std::to_string(options.query_block) +
+                                                     " query rows, but the rows are taken head-major");
+    if (key.query_major) {
+        set_query_slices(plan.push.attention, plan.push.rows);
+        key.query_block_shift = query_block_shift(problem, plan.push.attention.query_rows, options);
+    }
     // Attention modules never guard: they take T = 1, or their scale as T
     // only where it is 1 or more for log-softmax (the temperature joins the
     // scale).

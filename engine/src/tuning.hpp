@@ -150,5 +150,18 @@ constexpr uint32_t kSinglePassPatienceCpu = 4;
 // against 216.8, f16 (2, 32, 1024, 1024) with a mask per head (192 MiB)
 // 136.5 against 123.4 (bench/NOTES.md, v29).
 constexpr uint64_t kQueryMajorReuseBytes = 16ull << 20;
+// Query-major order takes blocks of query rows (query_block_rows() in
+// plan.cpp): the largest power of two dividing the query rows whose block
+// passes at most this many bytes through the cache before a mask row is
+// read again (a block's rows of x in and out and its mask rows, times the
+// slices between two that share the mask). H100, us for blocks of 1 / the
+// rule's / larger ones (bench/NOTES.md, v30): f16 (1, 32, 2048, 2048) 212.2
+// / 205.6 (256, 3 MiB) / 205.2 (512) and 207.6 (1024); bf16 214.4 / 208.6
+// (256) / 208.7 (512); f32 381.5 / 377.4 (128, 2.5 MiB) / 378.5 (256) and
+// 385.6 (512); f16 (1, 8, 4096, 4096) 216.7 / 212.8 (64) / 213.8 (256) and
+// 224.2 (1024); f32 1536 214.4 / 213.5 (256); f16 (2, 32, 1024, 1024) with a
+// mask per head (read again 32 slices later) 123.3 / 123.7 (16) / 127.8 (64),
+// 123.5 at 8; f16 (2, 32, 2048, 2048) with a mask per batch 420.0 / 404.3.
+constexpr uint64_t kQueryBlockBytes = 4ull << 20;
 
 }  // namespace vksoftmax::tuning

@@ -69,8 +69,11 @@ struct PipelineKey {
     bool scale_in_exp = false;
     // QUERY_MAJOR: the row kinds of softmax.comp hand out an attention
     // tensor's rows query row by query row, every (batch, head) slice of
-    // query row q before q + 1 (PlanOptions::row_order).
+    // query row q before q + 1 (PlanOptions::row_order); in blocks of
+    // 2^query_block_shift query rows (QUERY_BLOCK_SHIFT: a slice takes a
+    // block of rows before the next slice takes the same block).
     bool query_major = false;
+    uint32_t query_block_shift = 0;
     // The backward pass's modules (softmax_backward.comp): the same kinds,
     // bindings 0 y, 1 dx, 2 workspace, 3 dy, 4 each row's sink gradient
     // (written with `sinks`: the forward had sinks).

@@ -34,7 +34,8 @@ enum class Reduction { automatic, subgroup, shared };
 // (batch, head) slice that reads it does (query_major_rows() in plan.cpp;
 // bench/NOTES.md, v29);
 // head_major: the tensor's own order; query_major: every (batch, head)
-// slice of query row q before q + 1, for attention problems on the
+// slice of query row q before q + 1 (in blocks of query rows:
+// PlanOptions::query_block), for attention problems on the
 // subgroup-row and workgroup-row paths whose ranges hold whole slices
 // (Error(invalid_argument) elsewhere).
 enum class RowOrder { automatic, head_major, query_major };
@@ -81,6 +82,11 @@ struct PlanOptions {
     // Tests: bytes one range of a tensor may bind; 0: maxStorageBufferRange.
     uint64_t max_range_bytes = 0;
     RowOrder row_order = RowOrder::automatic;
+    // Query-major order: query rows a slice takes before the next slice
+    // takes the same ones (a power of two dividing the query rows); 0: the
+    // plan's (query_block_rows() in plan.cpp). Error(invalid_argument)
+    // without query-major order or where it does not divide.
+    uint32_t query_block = 0;
     uint32_t workgroup_size = 0;     // override (a power of two); 0: the plan's choice
     uint32_t slots = 0;              // override of vec4 slots per invocation (rows_per_slot: rows
                                      // per subgroup, one per slot); 0: the plan's choice. At most
