@@ -191,14 +191,6 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
     EXPECT_GE(runs, 48u) << "cases run";
 }
 
-// The rows taken query-major (every (batch, head) slice of query row q
-// before q + 1), forced on each row kind: rows in registers (a workgroup
-// row of 200), in tiles (a workgroup of 64 x 1 slot over rows of 600),
-// several rows a subgroup (subgroup rows of 12: one row in each slot), a
-// subgroup's row (100), and in ranges of two slices, the last range one:
-// (batch 2, heads 3, query rows 5), with a mask broadcast over batch and
-// heads, a mask per head with ALiBi (log-softmax), and causal with sinks
-// and the log-sum-exp, which each row finds by the index it is given.
 // A geometry that puts query-major rows on one row kind (forced path,
 // workgroup size and slots), or in ranges of two (batch, head) slices.
 struct RowKindGeometry {
@@ -237,6 +229,14 @@ PlanOptions query_major_options(const RowKindGeometry& g, uint64_t query_rows, D
     return o;
 }
 
+// The rows taken query-major (every (batch, head) slice of query row q
+// before q + 1), forced on each row kind: rows in registers (a workgroup
+// row of 200), in tiles (a workgroup of 64 x 1 slot over rows of 600),
+// several rows a subgroup (subgroup rows of 12: one row in each slot), a
+// subgroup's row (100), and in ranges of two slices, the last range one:
+// (batch 2, heads 3, query rows 5), with a mask broadcast over batch and
+// heads, a mask per head with ALiBi (log-softmax), and causal with sinks
+// and the log-sum-exp, which each row finds by the index it is given.
 TEST_F(AttentionTest, QueryMajorOrderOnEveryRowKind) {
     const uint64_t batch = 2, heads = 3, query_rows = 5;
     const std::vector<float> sinks = {6.0f, -kInf, 9.0f};
