@@ -305,8 +305,8 @@ TEST_F(AttentionTest, QueryMajorBlocksOnEveryRowKind) {
     uint32_t variant = 0, runs = 0;
     std::set<uint32_t> shifts;
     for (const RowKindGeometry& g : row_kind_geometries())
-        for (uint32_t block : blocks)
-            for (uint32_t k = 0; k < 3; ++k, ++variant) {
+        for (uint32_t block : blocks) {
+            for (uint32_t k = 0; k < 3; ++k) {
                 if (!sweep_runs(variant, k, 3)) continue;  // an option and a type per case
                 const Dtype dtype = dtypes[(k + block) % 3];
                 Problem p = attention_problem(batch, heads, query_rows, g.n, dtype);
@@ -339,6 +339,8 @@ TEST_F(AttentionTest, QueryMajorBlocksOnEveryRowKind) {
                 shifts.insert(key.query_block_shift);
                 ++runs;
             }
+            ++variant;
+        }
     EXPECT_GE(runs, 4u * 3u) << "cases run";
     for (uint32_t shift : {1u, 2u, 3u})
         EXPECT_TRUE(shifts.count(shift)) << "no case ran in blocks of " << (1u << shift);
