@@ -386,6 +386,18 @@ TEST(Plan, AttentionScaleInTheExpOnlyWithoutAMask) {
     }
 }
 
+// A masked attention problem of (batch, heads, n, n) at scale 1/8, with an
+// (n, n) mask of `mask_dtype` shared by every batch and head.
+Problem masked_attention(uint64_t batch, uint64_t heads, uint64_t n, Dtype dtype, Dtype mask_dtype) {
+    Problem p = rows_of(batch * heads * n, n, dtype);
+    p.attention.heads = heads;
+    p.attention.query_rows = n;
+    p.attention.mask = true;
+    p.attention.mask_dtype = mask_dtype;
+    p.scale = 0.125;
+    return p;
+}
+
 // Masked attention rows go query-major where head-major order would read a
 // mask row again only after more than kQueryMajorReuseBytes (16 MiB): with
 // one mask for every head, the mask plus a head's rows of x in and out
@@ -399,13 +411,7 @@ TEST(Plan, AttentionScaleInTheExpOnlyWithoutAMask) {
 TEST(Plan, QueryMajorOrderWhereTheMaskLeavesTheCache) {
     const DeviceInfo d = h200();
     auto masked = [](uint64_t heads, uint64_t n, Dtype dtype, Dtype mask_dtype) {
-        Problem p = rows_of(heads * n, n, dtype);
-        p.attention.heads = heads;
-        p.attention.query_rows = n;
-        p.attention.mask = true;
-        p.attention.mask_dtype = mask_dtype;
-        p.scale = 0.125;
-        return p;
+        return masked_attention(1, heads, n, dtype, mask_dtype);
     };
     struct Case {
         const char* what;
@@ -483,17 +489,9 @@ TEST(Plan, QueryMajorOrderWhereTheMaskLeavesTheCache) {
 // and need query-major order.
 TEST(Plan, QueryMajorBlocks) {
     const DeviceInfo d = h200();
-    auto masked = [](uint64_t batch, uint64_t heads, uint64_t n, Dtype dtype, Dtype mask_dtype) {
-        Problem p = rows_of(batch * heads * n, n, dtype);
-        p.attention.heads = heads;
-        p.attention.query_rows = n;
-        p.attention.mask = true;
-        p.attention.mask_dtype = mask_dtype;
-        return p;
-    };
-    Problem per_head = masked(2, 32, 1024, Dtype::f16, Dtype::f16);
+    Problem per_head = masked_attention(2, 32, 1024, Dtype::f16, Dtype::f16);
     per_head.attention.mask_heads = 32;
-    Problem per_batch = masked(2, 32, 2048, Dtype::f32, Dtype::f16);
+    Problem per_batch = masked_attention(2, 32, 2048, Dtype::f32, Dtype::f16);
     per_batch.attention.mask_batch = 2;
     struct Case {
         const char* what;
@@ -501,11 +499,11 @@ TEST(Plan, QueryMajorBlocks) {
         uint32_t block;
     };
     const Case cases[] = {
-        {"f16 (1, 32, 2048, 2048): 12 KiB a query row", masked(1, 32, 2048, Dtype::f16, Dtype::f16), 256},
-        {"bf16 (1, 32, 2048, 2048)", masked(1, 32, 2048, Dtype::bf16, Dtype::bf16), 256},
-        {"f32 (1, 32, 2048, 2048), fp16 mask: 20 KiB", masked(1, 32, 2048, Dtype::f32, Dtype::f16), 128},
-        {"f16 (1, 8, 4096, 4096): 24 KiB", masked(1, 8, 4096, Dtype::f16, Dtype::f16), 128},
-        {"f32 (1, 32, 1536, 1536): 15 KiB", masked(1, 32, 1536, Dtype::f32, Dtype::f16), 256},
+        {"f16 (1, 32, 2048, 2048): 12 KiB a query row", masked_attention(1, 32, 2048, Dtype::f16, Dtype::f16), 256},
+        {"bf16 (1, 32, 2048, 2048)", masked_attention(1, 32, 2048, Dtype::bf16, Dtype::bf16), 256},
+        {"f32 (1, 32, 2048, 2048), fp16 mask: 20 KiB", masked_attention(1, 32, 2048, Dtype::f32, Dtype::f16), 128},
+        {"f16 (1, 8, 4096, 4096): 24 KiB", masked_attention(1, 8, 4096, Dtype::f16, Dtype::f16), 128},
+        {"f32 (1, 32, 1536, 1536): 15 KiB", masked_attention(1, 32, 1536, Dtype::f32, Dtype::f16), 256},
         {"f16 (2, 32, 1024, 1024), a mask per head: 32 slices of 6 KiB", per_head, 16},
         {"f32 (2, 32, 2048, 2048), a mask per batch", per_batch, 128},
     };
@@ -519,10 +517,10 @@ TEST(Plan, QueryMajorBlocks) {
 
     PlanOptions query_major;
     query_major.row_order = RowOrder::query_major;
-    Problem thousand = masked(1, 32, 1000, Dtype::f16, Dtype::f16);
+    Problem thousand = masked_attention(1, 32, 1000, Dtype::f16, Dtype::f16);
     EXPECT_EQ(plan_geometry(d, thousand, query_major).key[0].query_block_shift, 3u)
         << "1000 query rows, forced: blocks of 8, the largest power of two dividing them";
-    Problem causal = masked(1, 32, 2048, Dtype::f32, Dtype::f16);
+    Problem causal = masked_attention(1, 32, 2048, Dtype::f32, Dtype::f16);
     causal.attention.mask = false;
     causal.attention.causal = true;
     EXPECT_EQ(plan_geometry(d, causal, query_major).key[0].query_block_shift, 0u) << "causal, no mask: blocks of 1";

@@ -594,8 +594,10 @@ uint64_t attention_row_bytes(const Problem& problem) {
 
 // The (batch, head) slices from one slice to the next that reads the same
 // mask slice: mask_heads where the mask is broadcast over heads (1 for one
-// mask), else the next batch that shares it (heads * mask_batch).
+// mask), else the next batch that shares it (heads * mask_batch); 0 where
+// no other slice reads it (a mask per batch and head).
 uint64_t mask_slice_period(const AttentionLayout& l) {
+    if (l.mask_batch * l.mask_heads >= l.batch * l.heads) return 0;
     return l.mask_heads < l.heads ? l.mask_heads : l.heads * l.mask_batch;
 }
 
@@ -610,7 +612,6 @@ uint64_t mask_slice_period(const AttentionLayout& l) {
 uint64_t mask_reuse_bytes(const Problem& problem, const AttentionLayout& l) {
     const uint64_t row_bytes = attention_row_bytes(problem);
     if (l.mask_rows < l.query_rows) return l.mask_rows * row_bytes;
-    if (l.mask_batch * l.mask_heads >= l.batch * l.heads) return 0;
     return mask_slice_period(l) * l.query_rows * row_bytes;
 }
 
@@ -622,9 +623,9 @@ uint64_t mask_reuse_bytes(const Problem& problem, const AttentionLayout& l) {
 // and head, or one of fewer rows than the query rows, read again within
 // its own slice).
 uint32_t query_block_rows(const Problem& problem, const AttentionLayout& l) {
-    if (!problem.attention.mask || l.mask_rows < l.query_rows || l.mask_batch * l.mask_heads >= l.batch * l.heads)
-        return 1;
-    const uint64_t between = mask_slice_period(l) * attention_row_bytes(problem);  // a block row's share
+    const uint64_t period = problem.attention.mask && l.mask_rows >= l.query_rows ? mask_slice_period(l) : 0;
+    if (period == 0) return 1;
+    const uint64_t between = period * attention_row_bytes(problem);  // a block row's share
     uint64_t block = 1;
     while (l.query_rows % (2 * block) == 0 && 2 * block * between <= kQueryBlockBytes) block *= 2;
     return static_cast<uint32_t>(block);
