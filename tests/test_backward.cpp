@@ -151,6 +151,33 @@ TEST_F(BackwardTest, EveryKindAgainstTheReference) {
     EXPECT_EQ(on_every_case(kinds, check), (full_sweeps() ? 6u : 3u) * kinds.size()) << "cases run";
 }
 
+// Batches the plan spreads over one wave on a device that counts its
+// multiprocessors (least_batch_chunk() in plan.cpp: chunks of 4096-8192,
+// or the count's share of rows that are not a multiple of it, each held in
+// one tile), with the plan's own path and geometry, against the
+// reference; elsewhere the same shapes on that device's plan.
+TEST_F(BackwardTest, BatchesOfOneWave) {
+    struct Case {
+        uint64_t rows, cols;
+        Dtype dtype;
+        bool log;
+    };
+    for (const Case& c : {Case{8, 65536, Dtype::f32, false}, Case{16, 65536, Dtype::f16, true},
+                          Case{8, 50000, Dtype::bf16, false}, Case{12, 40000, Dtype::f16, false}}) {
+        const Problem p = backward_problem(c.rows, c.cols, c.dtype, c.log);
+        const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p));
+        const std::string what = describe(p, {}) + " (" + path_name(o.plan.path) + ", " +
+                                 std::to_string(o.plan.push.chunks) + " chunks of " + std::to_string(o.plan.push.chunk) + ")";
+        const uint32_t multiprocessors = ctx().info().multiprocessors;
+        if (o.plan.path == Path::single_pass && multiprocessors != 0) {
+            EXPECT_LE(o.plan.groups, multiprocessors) << what << ": more workgroups than a wave";
+            EXPECT_LE(o.plan.push.chunk, 4 * o.plan.key[0].slots * o.plan.key[0].workgroup_size)
+                << what << ": a chunk not held in one tile";
+        }
+        EXPECT_TRUE(o.acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0)) << what << ": " << o.acc.describe();
+    }
+}
+
 // Closed forms (fp32, every path): a constant dy gives dx = 0 within the
 // sum's rounding; a one-hot dy at j gives k y_j (1 - y_j) there and
 // -k y_i y_j elsewhere; log-softmax, a -inf in y gives exactly k dy there;

@@ -877,6 +877,57 @@ TEST(Plan, BackwardSinglePassTakesResidentRows) {
     EXPECT_EQ(choose_path(h100, vocabulary, never), Path::split);
 }
 
+// Backward batches whose grid at chunks of 16384 fills half a wave or
+// less take smaller chunks, down to 4096, while the grid (a power-of-two
+// count of chunks a row) still fits a wave (132 multiprocessors here):
+// each chunk the count's share of the row, held in one tile, none empty.
+// 16-bit batches of whole chunks of 16384 in one wave hold each in a tile
+// of 1024 x 4 slots (fp32 keeps 256 x 4, re-read). Larger grids, the
+// forward pass, a device that does not count its multiprocessors, and
+// batches whose smaller chunks would pass a wave (16x100000: 4 chunks of
+// 28672 a row, or 16 of 8192) keep their chunks at 256 x 4.
+TEST(Plan, BackwardBatchesFillAWave) {
+    const DeviceInfo h100 = counted_h100();
+    struct Case {
+        uint64_t rows, cols;
+        Dtype dtype;
+        uint32_t chunk, workgroups, workgroup_size;
+    };
+    for (const Case& c : {Case{8, 65536, Dtype::f32, 4096, 128, 256}, Case{16, 65536, Dtype::f16, 8192, 128, 256},
+                          Case{8, 131072, Dtype::bf16, 8192, 128, 256}, Case{8, 50000, Dtype::f32, 3128, 128, 256},
+                          Case{12, 40000, Dtype::f16, 5000, 96, 256}, Case{16, 131072, Dtype::f16, 16384, 128, 1024},
+                          Case{32, 65536, Dtype::bf16, 16384, 128, 1024}, Case{8, 262144, Dtype::f16, 16384, 128, 1024},
+                          Case{32, 65536, Dtype::f32, 16384, 128, 256}, Case{16, 100000, Dtype::f16, 28672, 64, 256},
+                          Case{64, 65536, Dtype::f16, 16384, 256, 256}, Case{8, 1u << 20, Dtype::f32, 16384, 512, 256}}) {
+        Problem p = rows_of(c.rows, c.cols, c.dtype);
+        p.backward = true;
+        const Plan plan = plan_geometry(h100, p);
+        const std::string what = "backward " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
+                                 dtype_name(c.dtype) + ": " + std::to_string(plan.groups) + " workgroups, chunks of " +
+                                 std::to_string(plan.push.chunk);
+        ASSERT_EQ(plan.path, Path::single_pass) << what;
+        EXPECT_EQ(plan.push.chunk, c.chunk) << what;
+        EXPECT_EQ(plan.groups, c.workgroups) << what;
+        EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup_size) << what;
+        if (c.workgroup_size == 1024) {
+            EXPECT_EQ(plan.key[0].slots, 4u) << what << ": not one tile of 1024 x 4";
+        }
+        if (c.chunk < 16384) {
+            EXPECT_LE(plan.push.chunk, 4 * plan.key[0].slots * plan.key[0].workgroup_size)
+                << what << ": not held in one tile of " << plan.key[0].workgroup_size << " x " << plan.key[0].slots
+                << " slots";
+            EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, c.cols) << what << ": the last chunk is empty";
+        }
+    }
+    PlanOptions forced;
+    forced.path = Path::single_pass;
+    Problem forward = rows_of(8, 65536);
+    EXPECT_EQ(plan_geometry(h100, forward, forced).push.chunk, 16384u) << "forward 8x65536";
+    Problem unknown = rows_of(8, 65536);
+    unknown.backward = true;
+    EXPECT_EQ(plan_geometry(h200(), unknown, forced).push.chunk, 16384u) << "no multiprocessor count";
+}
+
 // Single-pass rows: about 1024 chunks over all rows, at most 512 a row and
 // at least 4096 elements each (16384 in batches of 8 rows or more), a power
 // of two of them; a chunk of up to 8 slots x 256 invocations is one tile

@@ -21,6 +21,11 @@ uint32_t floor_pow2(uint32_t x) {
     while (p * 2 <= x) p *= 2;
     return p;
 }
+uint64_t ceil_pow2(uint64_t x) {
+    uint64_t p = 1;
+    while (p < x) p *= 2;
+    return p;
+}
 
 // The logits' multiplier (scale, or 1 / T) as the shaders take it, or
 // Error(invalid_argument) for one they cannot use.
@@ -84,6 +89,7 @@ struct Limits {
     uint32_t required_subgroup_size = 0;  // asked for by the options; 0: none
     uint32_t subgroup_size = 1;           // the size the geometry is planned for
     uint32_t max_workgroup = 1, min_workgroup = 1;
+    uint32_t multiprocessors = 0;         // the device's count where it tells it; 0: unknown
 };
 
 bool use_subgroup_reduction(const DeviceInfo& d, Reduction reduction) {
@@ -120,6 +126,7 @@ Limits device_limits(const DeviceInfo& d, const PlanOptions& options) {
     l.max_workgroup = floor_pow2(std::min({1024u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
     if (required) l.max_workgroup = workgroup_cap(d, l.max_workgroup, required);
     l.min_workgroup = std::min(l.max_workgroup, std::max(required, 32u));
+    l.multiprocessors = d.multiprocessors;
     return l;
 }
 
@@ -437,6 +444,60 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
     return g;
 }
 
+// The least chunk of a batch (kSinglePassBatchRows rows or more):
+// kSinglePassBatchChunk, which keeps large batches' grids resident. A
+// backward batch whose grid at that chunk would fill at most half a wave
+// (a workgroup per multiprocessor) takes half the chunk, down to
+// kSinglePassMinChunk, while its grid still fits one wave: its chunks are
+// then one tile each, held in the slots, and every multiprocessor has
+// one. H100 (580.159.04; bench/NOTES.md, v32), us, the plan's chunks of
+// 16384 against chunks filling a wave, f32 / f16 / bf16: 8x65536 (32
+// workgroups -> 128 in chunks of 4096) 9.64 / 8.86 / 9.49 against 7.51 /
+// 7.14 / 7.20; 16x65536 and 8x131072 (64 -> 128, chunks of 8192) 9.62 /
+// 9.31 / 9.83 against 7.71 / 6.83 / 7.02, and 9.79 / 9.29 / 9.90 against
+// 7.57 / 7.67 / 7.86. The forward pass keeps its chunks: it takes a batch
+// in one dispatch only from 6 MiB (resident_batch()), more than half a
+// wave of chunks of 16384, and forced into one wave a forward batch was no
+// faster than two dispatches (f16 16x65536 9.27 against 9.07).
+uint64_t least_batch_chunk(const Problem& problem, const Limits& l) {
+    uint64_t chunk = kSinglePassBatchChunk;
+    if (!problem.backward || l.multiprocessors == 0) return chunk;
+    const uint64_t window = row_window(problem, Path::single_pass, l), rows = problem.shape.rows();
+    // The batch's grid at this chunk (plan_single_pass() takes the power of
+    // two at or below the count, in longer chunks), and at a smaller one
+    // (the power of two at or above it, each chunk the count's share).
+    if (2 * rows * floor_pow2(static_cast<uint32_t>(div_up(window, chunk))) > l.multiprocessors) return chunk;
+    auto grid = [&](uint64_t c) { return rows * ceil_pow2(div_up(window, c)); };
+    while (chunk / 2 >= kSinglePassMinChunk && grid(chunk / 2) <= l.multiprocessors) chunk /= 2;
+    return chunk;
+}
+
+// Whether a batch takes least_batch_chunk()'s one wave: its chunks are
+// then sized as fewer rows' are (fill_chunks()).
+bool wave_batch(const Problem& problem, const Limits& l) {
+    return problem.shape.rows() >= kSinglePassBatchRows && least_batch_chunk(problem, l) < kSinglePassBatchChunk;
+}
+
+// A 16-bit backward batch of whole chunks of kSinglePassBatchChunk that
+// make more than half a wave and at most one: each chunk held in one tile
+// of kSinglePassHeldBatchWorkgroup x 4 slots rather than read in four
+// tiles of 256 x 4 and re-read for its write. H100 (580.159.04;
+// bench/NOTES.md, v32), us, the plan before against 1024 x 4, two calls:
+// f16 16x131072 9.51 / 9.19 against 8.63 / 8.62, 32x65536 9.37 / 8.94
+// against 8.57 / 8.60, 8x262144 9.71 against 9.59; bf16 16x131072 10.07 /
+// 10.04 against 8.67 / 8.70, 32x65536 10.05 / 9.21 against 8.66 / 8.67,
+// 8x262144 10.12 against 9.54. f32 is level or slower so (16x131072 10.33
+// against 11.00; 10.41 at 512 x 8), and grids past a wave much slower
+// (f16 64x65536, 256 workgroups: 11.30 against 16.10).
+bool held_wave_batch(const Problem& problem, const Limits& l) {
+    if (!problem.backward || problem.dtype == Dtype::f32 || l.multiprocessors == 0 ||
+        l.max_workgroup < kSinglePassHeldBatchWorkgroup || problem.shape.rows() < kSinglePassBatchRows ||
+        wave_batch(problem, l))
+        return false;
+    const uint64_t chunks = div_up(row_window(problem, Path::single_pass, l), kSinglePassBatchChunk);
+    return chunks == floor_pow2(static_cast<uint32_t>(chunks)) && problem.shape.rows() * chunks <= l.multiprocessors;
+}
+
 // Chunk boundaries of the single-pass path where it sizes chunks by the
 // row rather than by tiles: whole vectors of every access width (8
 // elements: 32-byte sectors of fp32). Fine enough that the chunks of a
@@ -454,10 +515,12 @@ constexpr uint64_t kSinglePassChunkAlign = 8;
 // row instead, in whole vectors (kSinglePassChunkAlign), so that every
 // chunk of a row's longest window holds elements; a chunk of one tile or
 // less stays in the slots. Rows that fill their chunks keep them, and
-// batches keep theirs (plan_single_pass() sizes them to fill).
+// batches keep theirs (plan_single_pass() sizes them to fill), but for
+// those spread over one wave (wave_batch()), which are sized as here.
 void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
     const uint64_t window = row_window(problem, Path::single_pass, l);
-    if (problem.shape.rows() < kSinglePassBatchRows && uint64_t{g.chunks - 1} * g.chunk >= window)
+    const bool sized_by_row = problem.shape.rows() < kSinglePassBatchRows || wave_batch(problem, l);
+    if (sized_by_row && uint64_t{g.chunks - 1} * g.chunk >= window)
         g.chunk = static_cast<uint32_t>(div_up(div_up(window, g.chunks), kSinglePassChunkAlign) * kSinglePassChunkAlign);
 }
 
@@ -467,14 +530,18 @@ void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
 // (set_chunks() keeps the count a power of two, at most 32 per invocation).
 // Batches of kSinglePassBatchRows rows or more take chunks of at least
 // kSinglePassBatchChunk, re-read from L2, so that their grid stays small
-// enough to be resident.
+// enough to be resident; backward batches of a wave or less hold theirs
+// (least_batch_chunk(), held_wave_batch()).
 Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
-    g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, kSinglePassWorkgroup));
+    const bool held_wave = !options.chunk_elements && held_wave_batch(problem, l);
+    g.workgroup_size = std::max(l.min_workgroup,
+                                std::min(l.max_workgroup, held_wave ? kSinglePassHeldBatchWorkgroup : kSinglePassWorkgroup));
     const uint64_t rows = problem.shape.rows();
     const uint64_t window = row_window(problem, Path::single_pass, l);
-    const uint64_t least = rows >= kSinglePassBatchRows ? kSinglePassBatchChunk : kSinglePassMinChunk;
+    const uint64_t least = rows >= kSinglePassBatchRows ? least_batch_chunk(problem, l) : kSinglePassMinChunk;
+    const bool wave = wave_batch(problem, l);
     uint64_t want =
         options.chunk_elements
             ? options.chunk_elements
@@ -485,7 +552,10 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     // fewer, longer chunks where the count is not one already (f32
     // 32x151936 in 8 chunks of 20480 17.3-17.7 us, in 16 of 16384, 10 used,
     // 18.9; bench/NOTES.md, v20).
-    if (!options.chunk_elements && rows >= kSinglePassBatchRows)  // at most 2^32 / 16384 chunks: 32 bits hold the count
+    // A batch spread over one wave (wave_batch()) is sized as fewer rows
+    // are instead: a power-of-two count of whole tiles, then each chunk the
+    // count's share of the row (fill_chunks()).
+    if (!options.chunk_elements && rows >= kSinglePassBatchRows && !wave)  // at most 2^32 / 16384 chunks: 32 bits hold the count
         want = div_up(window, floor_pow2(static_cast<uint32_t>(div_up(window, want))));
     const uint64_t per_slot = 4ull * g.workgroup_size;
     g.slots = want <= kSinglePassHeldSlots * per_slot

@@ -105,9 +105,15 @@ constexpr uint64_t kSinglePassMinChunk = 4096;
 // (f32 32x128256: chunks of 4096 22.3 us, 8192 15.0, 16384 14.8; 16x524288
 // at 8 slots of 8192 42.1, 16384 34.5; bench/NOTES.md, v18); longer
 // where the rows would leave some of a power-of-two count of chunks empty
-// (plan_single_pass(): rows of 151936 in 8 of 20480, v20).
+// (plan_single_pass(): rows of 151936 in 8 of 20480, v20); shorter for
+// backward batches that would fill half a wave or less
+// (least_batch_chunk(), v32).
 constexpr uint64_t kSinglePassBatchRows = 8;
 constexpr uint64_t kSinglePassBatchChunk = 16384;
+// 16-bit backward batches of one wave of such chunks hold each in one
+// tile of this many invocations x 4 slots (held_wave_batch() in plan.cpp,
+// v32).
+constexpr uint32_t kSinglePassHeldBatchWorkgroup = 1024;
 // Where the automatic rule takes the path on NVIDIA (resident_batch() in
 // plan.cpp): 6 to 32 MiB in all (against two dispatches, f16 32x128256,
 // 7.8 MiB, was 5% faster; f16 16x131072, 4 MiB, 7% slower; f16
