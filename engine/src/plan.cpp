@@ -541,7 +541,7 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     const uint64_t rows = problem.shape.rows();
     const uint64_t window = row_window(problem, Path::single_pass, l);
     const uint64_t least = rows >= kSinglePassBatchRows ? least_batch_chunk(problem, l) : kSinglePassMinChunk;
-    const bool wave = wave_batch(problem, l);
+    const bool wave = rows >= kSinglePassBatchRows && least < kSinglePassBatchChunk;  // wave_batch()
     uint64_t want =
         options.chunk_elements
             ? options.chunk_elements
