@@ -11,12 +11,18 @@
 # the conformance JSON go to $OUT.
 #
 #   scripts/device-check.sh                      everything
-#   scripts/device-check.sh tests                everything but the catalogue
+#   scripts/device-check.sh tests                everything but the catalogue:
+#                                                the suite, then the programs
+#   scripts/device-check.sh suite                the GPU test suite alone
+#   scripts/device-check.sh programs             the demo, the CLI, embedding,
+#                                                fused and concurrency tests and
+#                                                the benchmark's checked calls
 #   scripts/device-check.sh conformance [FILTER]  the catalogue alone, or the
 #                                                cases FILTER selects ('^f32 ')
 #
-# The catalogue takes about 330 s each way on an NVIDIA H200; the stages
-# let a gate be run in pieces where a session's time is bounded.
+# On an NVIDIA H100 the suite takes about 390 s and the catalogue about 330
+# each way (H200); the stages let a gate be run in pieces where a run's
+# time is bounded.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-} VKSOFTMAX_CLI=$PWD/build/bin/vksoftmax
 export VKSOFTMAX_FULL_SWEEPS=1
@@ -25,15 +31,23 @@ export VKSOFTMAX_LARGE_TESTS=1
 out=${OUT:-/tmp}
 stage=${1:-all}
 filter=${2:-}
-case "$stage" in all | tests | conformance) ;; *) echo "usage: $0 [tests | conformance [FILTER]]" >&2; exit 2 ;; esac
-demo_rc=0 tests_rc=0 cli_rc=0 concurrency_rc=0 embed_rc=0 fused_rc=0 embed_tests_rc=0 bench_rc=0 conf_rc=0 conf2_rc=0
+case "$stage" in all | tests | suite | programs | conformance) ;;
+  *) echo "usage: $0 [tests | suite | programs | conformance [FILTER]]" >&2; exit 2 ;;
+esac
+run() {  # whether $stage includes part $1 (suite, programs or conformance)
+  case "$stage:$1" in all:* | tests:suite | tests:programs | "$1:$1") return 0 ;; *) return 1 ;; esac
+}
+# "-": not run in this stage (or, for the second catalogue, not offered).
+demo_rc=- tests_rc=- cli_rc=- concurrency_rc=- embed_rc=- fused_rc=- embed_tests_rc=- bench_rc=- conf_rc=- conf2_rc=-
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
 build/bin/vksoftmax devices | tee "$out/devices.txt"
-if [ "$stage" != conformance ]; then
-  build/bin/vksoftmax demo | tee "$out/demo.txt"; demo_rc=${PIPESTATUS[0]}
+if run suite; then
   build/bin/vksoftmax_tests --gtest_brief=1 2>&1 | tee "$out/tests.txt" | grep -vE "^\s*$" | tail -6; tests_rc=${PIPESTATUS[0]}
   grep "^GPU tests on" "$out/tests.txt"
   grep -A5 "Failure" "$out/tests.txt" | cut -c1-300 | head -12
+fi
+if run programs; then
+  build/bin/vksoftmax demo | tee "$out/demo.txt"; demo_rc=${PIPESTATUS[0]}
   build/bin/vksoftmax_cli_tests --gtest_brief=1 > "$out/cli.txt" 2>&1; cli_rc=$?; grep -E "Failure|FAILED|PASSED|SKIPPED" "$out/cli.txt" | head -8
   build/bin/embed && build/bin/embed_static; embed_rc=$?
   build/bin/fused && build/bin/fused_timing; fused_rc=$?
@@ -46,7 +60,7 @@ if [ "$stage" != conformance ]; then
     --warmup-ms 20 --repeats 3 > "$out/bench-sequence.txt" 2>&1; bench_rc=$?
   grep -E "WRONG|vksoftmax:" "$out/bench-sequence.txt" | head -4; echo "bench sequence rc=$bench_rc"
 fi
-if [ "$stage" != tests ]; then
+if run conformance; then
   build/bin/vksoftmax conformance ${filter:+--filter "$filter"} --json "$out/conformance.json" > "$out/conformance.txt" 2>&1; conf_rc=$?
   grep -E "FAIL|^device" "$out/conformance.txt" | head -20; tail -1 "$out/conformance.txt"
   # Where the device offers subgroup uniform control flow, the catalogue again
@@ -56,7 +70,7 @@ if [ "$stage" != tests ]; then
     grep -E "FAIL|^device" "$out/conformance-no-ucf.txt" | head -20; tail -1 "$out/conformance-no-ucf.txt"
 fi
 fi
-if [ "$stage" != conformance ]; then
+if run programs; then
   # Bounded: a driver that hangs on contexts made on several threads at once
   # (NVIDIA 580.159.04 did) fails the gate instead of stopping it; last, so
   # that a hang stops nothing else.
@@ -65,4 +79,4 @@ if [ "$stage" != conformance ]; then
   [ "$concurrency_rc" = 124 ] && echo "concurrency: timed out after 60 s in $(grep "RUN" "$out/concurrency.txt" | tail -1)"
 fi
 echo "demo rc=$demo_rc gpu tests rc=$tests_rc cli tests rc=$cli_rc concurrency rc=$concurrency_rc embed rc=$embed_rc fused rc=$fused_rc embed tests rc=$embed_tests_rc bench sequence rc=$bench_rc conformance rc=$conf_rc without uniform control flow rc=$conf2_rc"
-[ "$demo_rc$tests_rc$cli_rc$concurrency_rc$embed_rc$fused_rc$embed_tests_rc$bench_rc$conf_rc$conf2_rc" = "0000000000" ]
+[[ "$demo_rc$tests_rc$cli_rc$concurrency_rc$embed_rc$fused_rc$embed_tests_rc$bench_rc$conf_rc$conf2_rc" =~ ^[0-]+$ ]]

@@ -151,19 +151,21 @@ TEST_F(BackwardTest, EveryKindAgainstTheReference) {
     EXPECT_EQ(on_every_case(kinds, check), (full_sweeps() ? 6u : 3u) * kinds.size()) << "cases run";
 }
 
-// Batches the plan spreads over one wave on a device that counts its
-// multiprocessors (least_batch_chunk() in plan.cpp: chunks of 4096-8192,
-// or the count's share of rows that are not a multiple of it, each held in
-// one tile), with the plan's own path and geometry, against the
-// reference; elsewhere the same shapes on that device's plan.
-TEST_F(BackwardTest, BatchesOfOneWave) {
+// Batches and fewer rows the plan spreads over one wave on a device that
+// counts its multiprocessors (wave_chunk() in plan.cpp: chunks of
+// 4096-16384, or the count's share of rows that are not a multiple of it,
+// each held in one tile), with the plan's own path and geometry, against
+// the reference; elsewhere the same shapes on that device's plan.
+TEST_F(BackwardTest, ProblemsOfOneWave) {
     struct Case {
         uint64_t rows, cols;
         Dtype dtype;
         bool log;
     };
     for (const Case& c : {Case{8, 65536, Dtype::f32, false}, Case{16, 65536, Dtype::f16, true},
-                          Case{8, 50000, Dtype::bf16, false}, Case{12, 40000, Dtype::f16, false}}) {
+                          Case{8, 50000, Dtype::bf16, false}, Case{12, 40000, Dtype::f16, false},
+                          Case{16, 100000, Dtype::f16, false}, Case{2, 524288, Dtype::f32, false},
+                          Case{3, 300000, Dtype::f32, true}, Case{7, 100000, Dtype::bf16, false}}) {
         const Problem p = backward_problem(c.rows, c.cols, c.dtype, c.log);
         const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p));
         const std::string what = describe(p, {}) + " (" + path_name(o.plan.path) + ", " +

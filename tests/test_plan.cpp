@@ -672,7 +672,7 @@ TEST(Plan, ForcedGeometryWithinTheSlotsAWorkgroupHolds) {
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (bool backward : {false, true})
             for (uint64_t cols : {1, 7, 128, 1000, 2048, 4097, 12888, 16384, 20000, 32768, 65536, 1000003})
-                for (uint64_t rows : {1, 8, 256, 4096}) {
+                for (uint64_t rows : {1, 2, 4, 7, 8, 256, 4096}) {
                     Problem p = rows_of(rows, cols, dt);
                     p.backward = backward;
                     const Plan plan = plan_geometry(counted, p);
@@ -709,6 +709,33 @@ void expect_paths(const DeviceInfo& d, const std::vector<PathCase>& cases, bool 
         EXPECT_EQ(got, c.want) << (backward ? "backward " : "") << c.rows << "x" << c.cols << " "
                                << dtype_name(c.dtype) << ": " << path_name(got) << ", want " << path_name(c.want);
     }
+}
+
+// A backward problem and the single-pass geometry its plan must have.
+struct WaveCase {
+    uint64_t rows, cols;
+    Dtype dtype;
+    uint32_t chunk, workgroups, workgroup_size;
+};
+
+// The plan of `c`'s backward problem on `d`: the single-pass path, its
+// chunk, grid and workgroup; where `held`, each chunk in one tile of the
+// plan's slots and the last chunk not empty.
+void expect_wave_geometry(const DeviceInfo& d, const WaveCase& c, bool held) {
+    Problem p = rows_of(c.rows, c.cols, c.dtype);
+    p.backward = true;
+    const Plan plan = plan_geometry(d, p);
+    const std::string what = "backward " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
+                             dtype_name(c.dtype) + ": " + path_name(plan.path) + ", " + std::to_string(plan.groups) +
+                             " workgroups of " + std::to_string(plan.key[0].workgroup_size) + " x " +
+                             std::to_string(plan.key[0].slots) + ", chunks of " + std::to_string(plan.push.chunk);
+    ASSERT_EQ(plan.path, Path::single_pass) << what;
+    EXPECT_EQ(plan.push.chunk, c.chunk) << what;
+    EXPECT_EQ(plan.groups, c.workgroups) << what;
+    EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup_size) << what;
+    if (!held) return;
+    EXPECT_LE(plan.push.chunk, 4 * plan.key[0].slots * plan.key[0].workgroup_size) << what << ": not held in one tile";
+    EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, c.cols) << what << ": the last chunk is empty";
 }
 
 }  // namespace
@@ -850,7 +877,9 @@ TEST(Plan, BackwardSinglePassTakesResidentRows) {
         {128, 151936, Dtype::f16, Path::single_pass},  // 39 MB: the forward's too much; 1024 workgroups, 8 a row
         {1, 131072, Dtype::f32, Path::single_pass},    // one row, 32 chunks
         {1, 262144, Dtype::bf16, Path::single_pass},   // 64 chunks
-        {4, 262144, Dtype::f32, Path::split},          // 256 workgroups, not a batch
+        {4, 262144, Dtype::f32, Path::single_pass},    // 128 workgroups of 8192 rather than 256 of 4096
+        {2, 1u << 20, Dtype::f16, Path::split},        // 512 workgroups; 2 rows of 16-bit gain nothing in a wave
+        {4, 1u << 20, Dtype::f32, Path::split},        // 256 workgroups even at 16384
         {1, 1u << 20, Dtype::f16, Path::split},        // 256 chunks
         {1, 1u << 24, Dtype::f32, Path::split},        // 512 chunks
         {128, 32000, Dtype::f32, Path::workgroup_row}, // held by a workgroup
@@ -878,47 +907,27 @@ TEST(Plan, BackwardSinglePassTakesResidentRows) {
 }
 
 // Backward batches whose grid at chunks of 16384 fills half a wave or
-// less take smaller chunks, down to 4096, while the grid (a power-of-two
-// count of chunks a row) still fits a wave (132 multiprocessors here):
-// each chunk the count's share of the row, held in one tile, none empty.
-// 16-bit batches of whole chunks of 16384 in one wave hold each in a tile
-// of 1024 x 4 slots (fp32 keeps 256 x 4, re-read). Larger grids, the
-// forward pass, a device that does not count its multiprocessors, and
-// batches whose smaller chunks would pass a wave (16x100000: 4 chunks of
-// 28672 a row, or 16 of 8192) keep their chunks at 256 x 4.
+// less take the least chunk of 4096, 8192 or 16384 whose grid (a
+// power-of-two count of chunks a row) fits a wave (132 multiprocessors
+// here): each chunk the count's share of the row, held in one tile (256
+// x 4 or 8, 512 x 8 at 16384: 16x100000 in 8 chunks of 12504 rather than
+// 4 of 28672), none empty. 16-bit batches of whole chunks of 16384 in one
+// wave hold each in a tile of 1024 x 4 slots (fp32 keeps 256 x 4,
+// re-read). Larger grids, the forward pass and a device that does not
+// count its multiprocessors keep their chunks at 256 x 4.
 TEST(Plan, BackwardBatchesFillAWave) {
     const DeviceInfo h100 = counted_h100();
-    struct Case {
-        uint64_t rows, cols;
-        Dtype dtype;
-        uint32_t chunk, workgroups, workgroup_size;
-    };
-    for (const Case& c : {Case{8, 65536, Dtype::f32, 4096, 128, 256}, Case{16, 65536, Dtype::f16, 8192, 128, 256},
-                          Case{8, 131072, Dtype::bf16, 8192, 128, 256}, Case{8, 50000, Dtype::f32, 3128, 128, 256},
-                          Case{12, 40000, Dtype::f16, 5000, 96, 256}, Case{16, 131072, Dtype::f16, 16384, 128, 1024},
-                          Case{32, 65536, Dtype::bf16, 16384, 128, 1024}, Case{8, 262144, Dtype::f16, 16384, 128, 1024},
-                          Case{32, 65536, Dtype::f32, 16384, 128, 256}, Case{16, 100000, Dtype::f16, 28672, 64, 256},
-                          Case{64, 65536, Dtype::f16, 16384, 256, 256}, Case{8, 1u << 20, Dtype::f32, 16384, 512, 256}}) {
-        Problem p = rows_of(c.rows, c.cols, c.dtype);
-        p.backward = true;
-        const Plan plan = plan_geometry(h100, p);
-        const std::string what = "backward " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
-                                 dtype_name(c.dtype) + ": " + std::to_string(plan.groups) + " workgroups, chunks of " +
-                                 std::to_string(plan.push.chunk);
-        ASSERT_EQ(plan.path, Path::single_pass) << what;
-        EXPECT_EQ(plan.push.chunk, c.chunk) << what;
-        EXPECT_EQ(plan.groups, c.workgroups) << what;
-        EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup_size) << what;
-        if (c.workgroup_size == 1024) {
-            EXPECT_EQ(plan.key[0].slots, 4u) << what << ": not one tile of 1024 x 4";
-        }
-        if (c.chunk < 16384) {
-            EXPECT_LE(plan.push.chunk, 4 * plan.key[0].slots * plan.key[0].workgroup_size)
-                << what << ": not held in one tile of " << plan.key[0].workgroup_size << " x " << plan.key[0].slots
-                << " slots";
-            EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, c.cols) << what << ": the last chunk is empty";
-        }
-    }
+    for (const WaveCase& c :
+         {WaveCase{8, 65536, Dtype::f32, 4096, 128, 256}, WaveCase{16, 65536, Dtype::f16, 8192, 128, 256},
+          WaveCase{8, 131072, Dtype::bf16, 8192, 128, 256}, WaveCase{8, 50000, Dtype::f32, 3128, 128, 256},
+          WaveCase{12, 40000, Dtype::f16, 5000, 96, 256}, WaveCase{16, 100000, Dtype::f16, 12504, 128, 512}})
+        expect_wave_geometry(h100, c, true);
+    // Held at 1024 x 4 (16-bit) or read in tiles of 256 x 4, and larger grids.
+    for (const WaveCase& c :
+         {WaveCase{16, 131072, Dtype::f16, 16384, 128, 1024}, WaveCase{32, 65536, Dtype::bf16, 16384, 128, 1024},
+          WaveCase{8, 262144, Dtype::f16, 16384, 128, 1024}, WaveCase{32, 65536, Dtype::f32, 16384, 128, 256},
+          WaveCase{64, 65536, Dtype::f16, 16384, 256, 256}, WaveCase{8, 1u << 20, Dtype::f32, 16384, 512, 256}})
+        expect_wave_geometry(h100, c, c.workgroup_size == 1024);
     PlanOptions forced;
     forced.path = Path::single_pass;
     Problem forward = rows_of(8, 65536);
@@ -926,6 +935,40 @@ TEST(Plan, BackwardBatchesFillAWave) {
     Problem unknown = rows_of(8, 65536);
     unknown.backward = true;
     EXPECT_EQ(plan_geometry(h200(), unknown, forced).push.chunk, 16384u) << "no multiprocessor count";
+}
+
+// Backward rows fewer than a batch whose chunks of 4096 would pass a wave
+// (two dispatches before), from 2 rows in f32 and 4 in 16-bit types: one
+// wave of chunks of 8192 held at 256 x 8, or of 16384 at 512 x 8, each
+// the count's share of the row, where the wave fills more than 2/3 of
+// the multiprocessors. Single rows, 16-bit pairs, emptier waves and rows
+// whose chunks of 16384 pass a wave keep two dispatches; a forced chunk
+// keeps its own.
+TEST(Plan, BackwardRowsFillAWave) {
+    const DeviceInfo h100 = counted_h100();
+    for (const WaveCase& c :
+         {WaveCase{2, 524288, Dtype::f32, 8192, 128, 256}, WaveCase{4, 262144, Dtype::bf16, 8192, 128, 256},
+          WaveCase{4, 524288, Dtype::f16, 16384, 128, 512}, WaveCase{2, 1u << 20, Dtype::f32, 16384, 128, 512},
+          WaveCase{3, 300000, Dtype::f32, 9376, 96, 512}, WaveCase{7, 100000, Dtype::f16, 6256, 112, 256},
+          WaveCase{6, 262144, Dtype::f16, 16384, 96, 512}})
+        expect_wave_geometry(h100, c, true);
+    expect_paths(h100, {
+        {1, 1u << 20, Dtype::f32, Path::split},    // a single row
+        {2, 1u << 20, Dtype::bf16, Path::split},   // two rows of 16-bit
+        {3, 1u << 20, Dtype::f16, Path::split},
+        {4, 1u << 20, Dtype::f32, Path::split},    // 256 chunks of 16384
+        {2, 4u << 20, Dtype::f32, Path::split},
+        {5, 200000, Dtype::f32, Path::split},      // 80 workgroups: not more than 2/3 of a wave
+        {5, 200000, Dtype::bf16, Path::split},
+    }, true);
+    Problem rows = rows_of(4, 262144);
+    rows.backward = true;
+    PlanOptions forced;
+    forced.chunk_elements = 4096;
+    EXPECT_EQ(choose_path(h100, rows, forced), Path::split) << "4x262144 forced to chunks of 4096: 256 workgroups";
+    Problem forward = rows_of(4, 262144);
+    EXPECT_EQ(choose_path(h100, forward), Path::split) << "the forward pass";
+    EXPECT_EQ(choose_path(h200(), rows), Path::split) << "no multiprocessor count";
 }
 
 // Single-pass rows: about 1024 chunks over all rows, at most 512 a row and

@@ -214,6 +214,7 @@ struct Geometry {
     uint32_t rows_per_workgroup = 1;
     uint64_t items = 0;  // work items the dispatch's workgroups take
     uint32_t chunks = 1, chunk = 0;  // split path: chunks per row, elements per chunk
+    bool chunks_by_row = false;      // single-pass: each chunk the count's share of the row (fill_chunks())
     uint64_t workspace_bytes = 0;
 };
 
@@ -258,7 +259,8 @@ bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptio
 // - fewer rows on more workgroups are slower: 1x1048576 (256 chunks)
 //   10.1 against 9.5, 2x1048576 14.3 against 12.8, 1x16777216 116.7
 //   against 113.7; 4x262144 is mixed (f32 9.06 against 9.43, bf16 8.61
-//   against 8.48).
+//   against 8.48). Several such rows are faster in one wave of longer
+//   chunks (wave_chunk(), plan_single_pass()).
 bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (d.multiprocessors == 0) return false;
     const Geometry g = plan_single_pass(problem, options, l);
@@ -444,38 +446,93 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
     return g;
 }
 
-// The least chunk of a batch (kSinglePassBatchRows rows or more):
-// kSinglePassBatchChunk, which keeps large batches' grids resident. A
-// backward batch whose grid at that chunk would fill at most half a wave
-// (a workgroup per multiprocessor) takes half the chunk, down to
-// kSinglePassMinChunk, while its grid still fits one wave: its chunks are
-// then one tile each, held in the slots, and every multiprocessor has
-// one. H100 (580.159.04; bench/NOTES.md, v32), us, the plan's chunks of
-// 16384 against chunks filling a wave, f32 / f16 / bf16: 8x65536 (32
-// workgroups -> 128 in chunks of 4096) 9.64 / 8.86 / 9.49 against 7.51 /
-// 7.14 / 7.20; 16x65536 and 8x131072 (64 -> 128, chunks of 8192) 9.62 /
-// 9.31 / 9.83 against 7.71 / 6.83 / 7.02, and 9.79 / 9.29 / 9.90 against
-// 7.57 / 7.67 / 7.86. The forward pass keeps its chunks: it takes a batch
-// in one dispatch only from 6 MiB (resident_batch()), more than half a
-// wave of chunks of 16384, and forced into one wave a forward batch was no
-// faster than two dispatches (f16 16x65536 9.27 against 9.07).
-uint64_t least_batch_chunk(const Problem& problem, const Limits& l) {
-    uint64_t chunk = kSinglePassBatchChunk;
-    if (!problem.backward || l.multiprocessors == 0) return chunk;
-    const uint64_t window = row_window(problem, Path::single_pass, l), rows = problem.shape.rows();
-    // The batch's grid at this chunk (plan_single_pass() takes the power of
-    // two at or below the count, in longer chunks), and at a smaller one
-    // (the power of two at or above it, each chunk the count's share).
-    if (2 * rows * floor_pow2(static_cast<uint32_t>(div_up(window, chunk))) > l.multiprocessors) return chunk;
-    auto grid = [&](uint64_t c) { return rows * ceil_pow2(div_up(window, c)); };
-    while (chunk / 2 >= kSinglePassMinChunk && grid(chunk / 2) <= l.multiprocessors) chunk /= 2;
-    return chunk;
+// The grid of a problem's rows at chunks of at most `chunk`: each row in
+// the power-of-two count of chunks at or above its share (set_chunks()).
+uint64_t wave_grid(const Problem& problem, const Limits& l, uint64_t chunk) {
+    return problem.shape.rows() * ceil_pow2(div_up(row_window(problem, Path::single_pass, l), chunk));
 }
 
-// Whether a batch takes least_batch_chunk()'s one wave: its chunks are
-// then sized as fewer rows' are (fill_chunks()).
-bool wave_batch(const Problem& problem, const Limits& l) {
-    return problem.shape.rows() >= kSinglePassBatchRows && least_batch_chunk(problem, l) < kSinglePassBatchChunk;
+// A backward batch (kSinglePassBatchRows rows or more) whose grid at its
+// chunks of kSinglePassBatchChunk (the power of two at or below the count,
+// in longer chunks) fills at most half a wave, a workgroup per
+// multiprocessor. H100 (580.159.04; bench/NOTES.md, v32), us, the plan's
+// chunks of 16384 against chunks filling a wave, f32 / f16 / bf16:
+// 8x65536 (32 workgroups -> 128 in chunks of 4096) 9.64 / 8.86 / 9.49
+// against 7.51 / 7.14 / 7.20; 16x65536 and 8x131072 (64 -> 128, chunks of
+// 8192) 9.62 / 9.31 / 9.83 against 7.71 / 6.83 / 7.02, and 9.79 / 9.29 /
+// 9.90 against 7.57 / 7.67 / 7.86. The forward pass keeps its chunks: it
+// takes a batch in one dispatch only from 6 MiB (resident_batch()), more
+// than half a wave of chunks of 16384, and forced into one wave a forward
+// batch was no faster than two dispatches (f16 16x65536 9.27 against 9.07).
+bool half_wave_batch(const Problem& problem, const Limits& l) {
+    const uint64_t rows = problem.shape.rows();
+    if (rows < kSinglePassBatchRows) return false;
+    const uint64_t window = row_window(problem, Path::single_pass, l);
+    const uint64_t whole = floor_pow2(static_cast<uint32_t>(div_up(window, kSinglePassBatchChunk)));
+    return 2 * rows * whole <= l.multiprocessors;
+}
+
+// Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
+// pass one wave, which the plan gave two dispatches (resident_rows()),
+// from kSinglePassWaveRowsF32 rows in f32 and kSinglePassWaveRows16 in
+// 16-bit types. H200 (580.159.04; bench/NOTES.md, v33), us, two
+// dispatches against one wave of held chunks, f32 / f16 / bf16, means of
+// six runs in three calls: 4x262144 (128 chunks of 8192 at 256 x 8) 9.16
+// / 8.08 / 8.29 against 8.14 / 7.61 / 7.77; 4x524288 (128 of 16384 at 512
+// x 8) 12.03 / 9.40 / 9.74 against 10.53 / 9.14 / 9.21; 7x100000 (112 of
+// 6256) 8.61 / 7.74 / 7.92 against 7.48 / 7.36 / 7.46; f32 2x524288 9.12
+// against 8.43. Single rows lose (H100, v32: f32 1x1048576 9.64 against 9.81),
+// and so do two rows of 16-bit (f16 2x1048576 9.83 against 9.88).
+bool few_rows_past_a_wave(const Problem& problem, const Limits& l) {
+    const uint64_t rows = problem.shape.rows();
+    const uint64_t least_rows = problem.dtype == Dtype::f32 ? kSinglePassWaveRowsF32 : kSinglePassWaveRows16;
+    return rows >= least_rows && rows < kSinglePassBatchRows &&
+           wave_grid(problem, l, kSinglePassMinChunk) > l.multiprocessors;
+}
+
+// Whether fewer rows' wave of chunks of `chunk` fills more than
+// kSinglePassWaveLeastFill of the multiprocessors. H200 (v33), us, two
+// dispatches against the wave, f32 / f16 / bf16: 6x262144 (96
+// workgroups) 10.52 / 8.78 / 9.05 against 9.80 / 8.66 / 9.03; f32
+// 3x300000 (96) 8.96 against 8.57; 5x200000 (80) 9.00 / 8.04 / 8.20
+// against 9.09 / 8.41 / 8.44.
+bool few_rows_wave_fills(const Problem& problem, const Limits& l, uint64_t chunk) {
+    return static_cast<double>(wave_grid(problem, l, chunk)) > kSinglePassWaveLeastFill * l.multiprocessors;
+}
+
+// The chunk of a backward problem spread over one wave of held chunks
+// (half_wave_batch(), few_rows_past_a_wave()): the least of
+// kSinglePassMinChunk, twice it, ..., kSinglePassBatchChunk whose grid
+// fits one wave, each chunk then the count's share of the row
+// (fill_chunks()), held in one tile of wave_workgroup(); 0 where the rule
+// does not apply or no such chunk fits. A batch comes here at
+// kSinglePassBatchChunk only where its rows round their count up (a whole
+// count of half a wave would fit at half the chunk): H200 (v33), us,
+// means of four to six runs, 4 chunks of 28672 in tiles of 256 x 4
+// against 8 of 12504 at 512 x 8, f32 / f16 / bf16: 16x100000 12.18 /
+// 11.05 / 11.94 against 9.39 / 8.31 / 7.48; 8x200000 (8 of 28672 against
+// 16 of 12504) 12.28 / 11.11 / 11.99 against 9.54 / 8.58 / 8.49;
+// 12x100000 (96 workgroups) 11.95 / 10.55 / 11.12 against 9.15 / 8.29 /
+// 8.15.
+uint64_t wave_chunk(const Problem& problem, const Limits& l) {
+    if (!problem.backward || l.multiprocessors == 0) return 0;
+    const bool batch = half_wave_batch(problem, l);
+    if (!batch && !few_rows_past_a_wave(problem, l)) return 0;
+    uint64_t chunk = 0;
+    for (uint64_t c = kSinglePassBatchChunk; c >= kSinglePassMinChunk && wave_grid(problem, l, c) <= l.multiprocessors;
+         c /= 2)
+        chunk = c;
+    return chunk != 0 && (batch || few_rows_wave_fills(problem, l, chunk)) ? chunk : 0;
+}
+
+// The workgroup that holds a wave_chunk() in one tile of at most
+// kSinglePassHeldSlots slots: 256 x 4 or 8 for chunks of 4096 or 8192,
+// 512 x 8 for 16384. H100 (v32), us: f32 4x524288 10.92 against 11.58
+// at 1024 x 4 and 12.78 in tiles of 256 x 4, re-read; H200 (v33): f32
+// 16x100000 9.41 against 9.84 at 1024 x 4 and 9.84 at 256 x 4 (f16 8.28
+// against 7.80 and 8.83; bf16 7.50 against 7.98 and 9.05).
+uint32_t wave_workgroup(uint64_t chunk) {
+    return static_cast<uint32_t>(std::max<uint64_t>(kSinglePassWorkgroup, chunk / (4 * kSinglePassHeldSlots)));
 }
 
 // A 16-bit backward batch of whole chunks of kSinglePassBatchChunk that
@@ -488,11 +545,11 @@ bool wave_batch(const Problem& problem, const Limits& l) {
 // 10.04 against 8.67 / 8.70, 32x65536 10.05 / 9.21 against 8.66 / 8.67,
 // 8x262144 10.12 against 9.54. f32 is level or slower so (16x131072 10.33
 // against 11.00; 10.41 at 512 x 8), and grids past a wave much slower
-// (f16 64x65536, 256 workgroups: 11.30 against 16.10).
+// (f16 64x65536, 256 workgroups: 11.30 against 16.10). Batches of half a
+// wave or less take wave_chunk() instead.
 bool held_wave_batch(const Problem& problem, const Limits& l) {
     if (!problem.backward || problem.dtype == Dtype::f32 || l.multiprocessors == 0 ||
-        l.max_workgroup < kSinglePassHeldBatchWorkgroup || problem.shape.rows() < kSinglePassBatchRows ||
-        wave_batch(problem, l))
+        l.max_workgroup < kSinglePassHeldBatchWorkgroup || problem.shape.rows() < kSinglePassBatchRows)
         return false;
     const uint64_t chunks = div_up(row_window(problem, Path::single_pass, l), kSinglePassBatchChunk);
     return chunks == floor_pow2(static_cast<uint32_t>(chunks)) && problem.shape.rows() * chunks <= l.multiprocessors;
@@ -514,13 +571,13 @@ constexpr uint64_t kSinglePassChunkAlign = 8;
 // bench/NOTES.md, v23). There each chunk takes the count's share of the
 // row instead, in whole vectors (kSinglePassChunkAlign), so that every
 // chunk of a row's longest window holds elements; a chunk of one tile or
-// less stays in the slots. Rows that fill their chunks keep them, and
-// batches keep theirs (plan_single_pass() sizes them to fill), but for
-// those spread over one wave (wave_batch()), which are sized as here.
+// less stays in the slots. Rows that fill their chunks keep them, and so
+// do batches (plan_single_pass() sizes them to fill) but those spread
+// over one wave (wave_chunk()), and chunks forced by an option
+// (Geometry::chunks_by_row).
 void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
     const uint64_t window = row_window(problem, Path::single_pass, l);
-    const bool sized_by_row = problem.shape.rows() < kSinglePassBatchRows || wave_batch(problem, l);
-    if (sized_by_row && uint64_t{g.chunks - 1} * g.chunk >= window)
+    if (g.chunks_by_row && uint64_t{g.chunks - 1} * g.chunk >= window)
         g.chunk = static_cast<uint32_t>(div_up(div_up(window, g.chunks), kSinglePassChunkAlign) * kSinglePassChunkAlign);
 }
 
@@ -530,39 +587,41 @@ void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
 // (set_chunks() keeps the count a power of two, at most 32 per invocation).
 // Batches of kSinglePassBatchRows rows or more take chunks of at least
 // kSinglePassBatchChunk, re-read from L2, so that their grid stays small
-// enough to be resident; backward batches of a wave or less hold theirs
-// (least_batch_chunk(), held_wave_batch()).
+// enough to be resident; backward problems of a wave or less hold theirs
+// (wave_chunk(), held_wave_batch()).
 Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
-    const bool held_wave = !options.chunk_elements && held_wave_batch(problem, l);
-    g.workgroup_size = std::max(l.min_workgroup,
-                                std::min(l.max_workgroup, held_wave ? kSinglePassHeldBatchWorkgroup : kSinglePassWorkgroup));
     const uint64_t rows = problem.shape.rows();
+    const bool batch = rows >= kSinglePassBatchRows, forced = options.chunk_elements != 0;
+    const uint64_t wave = forced ? 0 : wave_chunk(problem, l);
+    const bool held_wave = !forced && !wave && held_wave_batch(problem, l);
+    const uint32_t workgroup = wave        ? wave_workgroup(wave)
+                               : held_wave ? kSinglePassHeldBatchWorkgroup
+                                           : kSinglePassWorkgroup;
+    g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, workgroup));
+    g.chunks_by_row = !forced && (!batch || wave);
     const uint64_t window = row_window(problem, Path::single_pass, l);
-    const uint64_t least = rows >= kSinglePassBatchRows ? least_batch_chunk(problem, l) : kSinglePassMinChunk;
-    const bool wave = rows >= kSinglePassBatchRows && least < kSinglePassBatchChunk;  // wave_batch()
+    const uint64_t least = wave ? wave : batch ? kSinglePassBatchChunk : kSinglePassMinChunk;
     uint64_t want =
-        options.chunk_elements
-            ? options.chunk_elements
-            : std::max(least,
-                       div_up(window, std::clamp<uint64_t>(div_up(kSinglePassTargetItems, rows), 1, kSinglePassMaxChunks)));
+        forced ? options.chunk_elements
+               : std::max(least,
+                          div_up(window, std::clamp<uint64_t>(div_up(kSinglePassTargetItems, rows), 1, kSinglePassMaxChunks)));
     // A batch's rows fill a power-of-two count of chunks (the count the
     // shader takes; set_chunks() rounds any other up, leaving chunks empty):
     // fewer, longer chunks where the count is not one already (f32
     // 32x151936 in 8 chunks of 20480 17.3-17.7 us, in 16 of 16384, 10 used,
-    // 18.9; bench/NOTES.md, v20).
-    // A batch spread over one wave (wave_batch()) is sized as fewer rows
-    // are instead: a power-of-two count of whole tiles, then each chunk the
-    // count's share of the row (fill_chunks()).
-    if (!options.chunk_elements && rows >= kSinglePassBatchRows && !wave)  // at most 2^32 / 16384 chunks: 32 bits hold the count
+    // 18.9; bench/NOTES.md, v20). A batch spread over one wave is sized as
+    // fewer rows are instead: a power-of-two count of whole tiles, then
+    // each chunk the count's share of the row (fill_chunks()).
+    if (!forced && batch && !g.chunks_by_row)  // at most 2^32 / 16384 chunks: 32 bits hold the count
         want = div_up(window, floor_pow2(static_cast<uint32_t>(div_up(window, want))));
     const uint64_t per_slot = 4ull * g.workgroup_size;
     g.slots = want <= kSinglePassHeldSlots * per_slot
                   ? slots_for(problem, Path::single_pass, l, div_up(want, per_slot), kSinglePassHeldSlots)
                   : kSplitSlots;
     set_chunks(g, problem, l, Path::single_pass, want);
-    if (!options.chunk_elements) fill_chunks(g, problem, l);
+    fill_chunks(g, problem, l);
     if (g.items > std::numeric_limits<uint32_t>::max())
         throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
     return g;
@@ -602,15 +661,15 @@ void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& opt
     // The chunks again for the new tile: whole tiles, then (single-pass)
     // filled as the plan fills them, unless the chunk was forced too.
     set_chunks(g, problem, l, path, options.chunk_elements ? options.chunk_elements : g.chunk);
-    if (path == Path::single_pass && !options.chunk_elements) fill_chunks(g, problem, l);
+    if (path == Path::single_pass) fill_chunks(g, problem, l);
 }
 
 // The attention options into the plan: its pipeline key's options, push
 // constants and buffer sizes (Error(invalid_argument) from
 // attention_layout(), Error(unsupported) for buffers past 32-bit indexing
 // or the device's binding range).
-void plan_attention(const DeviceInfo& d, const Problem& problem, float multiplier, Plan& plan, PipelineKey& key) {
-    const AttentionLayout layout = attention_layout(problem);
+void plan_attention(const DeviceInfo& d, const Problem& problem, const AttentionLayout& layout, float multiplier,
+                    Plan& plan, PipelineKey& key) {
     const Attention& a = problem.attention;
     if (!a.any()) return;
     check_fits(d, layout.mask_elements, layout.mask_elements * dtype_size(a.mask_dtype));
@@ -703,8 +762,9 @@ uint32_t query_block_rows(const Problem& problem, const AttentionLayout& l) {
 
 // log2 of the block of query-major order: PlanOptions::query_block where
 // set (a power of two dividing the query rows), else query_block_rows().
-uint32_t query_block_shift(const Problem& problem, uint64_t query_rows, const PlanOptions& options) {
-    const uint64_t block = options.query_block ? options.query_block : query_block_rows(problem, attention_layout(problem));
+uint32_t query_block_shift(const Problem& problem, const AttentionLayout& layout, const PlanOptions& options) {
+    const uint64_t query_rows = layout.query_rows;
+    const uint64_t block = options.query_block ? options.query_block : query_block_rows(problem, layout);
     if ((block & (block - 1)) != 0 || query_rows % block != 0)
         throw Error(ErrorKind::invalid_argument, "query-major blocks of " + std::to_string(block) +
                                                      " query rows: want a power of two dividing the " +
@@ -720,8 +780,8 @@ uint32_t query_block_shift(const Problem& problem, uint64_t query_rows, const Pl
 // have passed through the cache (mask_reuse_bytes()). Every range must
 // hold whole (batch, head) slices. Error(invalid_argument) where the order
 // is forced on a problem or path that cannot take it.
-bool query_major_rows(const Problem& problem, const Plan& plan, Path path, const PipelineKey& key,
-                      const PlanOptions& options) {
+bool query_major_rows(const Problem& problem, const AttentionLayout& layout, const Plan& plan, Path path,
+                      const PipelineKey& key, const PlanOptions& options) {
     if (options.row_order == RowOrder::head_major) return false;
     const uint64_t query_rows = plan.push.attention.query_rows;  // set where key.attention
     const bool possible = key.attention && !problem.backward && !chunked(path) && plan.range_outer % query_rows == 0;
@@ -737,7 +797,7 @@ bool query_major_rows(const Problem& problem, const Plan& plan, Path path, const
         return true;
     }
     return possible && problem.attention.mask &&
-           mask_reuse_bytes(problem, attention_layout(problem)) > kQueryMajorReuseBytes;
+           mask_reuse_bytes(problem, layout) > kQueryMajorReuseBytes;
 }
 
 // Error(invalid_argument) for the attention options a backward problem
@@ -833,18 +893,24 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
                                                            : kSinglePassPatience;
     key.workgroup_size = g.workgroup_size;
     key.slots = g.slots;
-    if (problem.backward)
+    // The forward's attention layout, checked once (Error(invalid_argument)
+    // for options that do not fit the shape); a backward problem's is its
+    // sinks' alone.
+    AttentionLayout layout;
+    if (problem.backward) {
         plan_sink_gradient(d, problem, plan, key);
-    else
-        plan_attention(d, problem, inv_t, plan, key);
+    } else {
+        layout = attention_layout(problem);
+        plan_attention(d, problem, layout, inv_t, plan, key);
+    }
     key.backward = problem.backward;
-    key.query_major = query_major_rows(problem, plan, path, key, options);
+    key.query_major = query_major_rows(problem, layout, plan, path, key, options);
     if (options.query_block && !key.query_major)
         throw Error(ErrorKind::invalid_argument, "query-major blocks of " + std::to_string(options.query_block) +
                                                      " query rows, but the rows are taken head-major");
     if (key.query_major) {
         set_query_slices(plan.push.attention, plan.push.rows);
-        key.query_block_shift = query_block_shift(problem, plan.push.attention.query_rows, options);
+        key.query_block_shift = query_block_shift(problem, layout, options);
     }
     // Attention modules never guard: they take T = 1, or their scale as T
     // only where it is 1 or more for log-softmax (the temperature joins the

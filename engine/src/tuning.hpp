@@ -106,14 +106,25 @@ constexpr uint64_t kSinglePassMinChunk = 4096;
 // at 8 slots of 8192 42.1, 16384 34.5; bench/NOTES.md, v18); longer
 // where the rows would leave some of a power-of-two count of chunks empty
 // (plan_single_pass(): rows of 151936 in 8 of 20480, v20); shorter for
-// backward batches that would fill half a wave or less
-// (least_batch_chunk(), v32).
+// backward batches that would fill half a wave or less (wave_chunk(),
+// v32).
 constexpr uint64_t kSinglePassBatchRows = 8;
 constexpr uint64_t kSinglePassBatchChunk = 16384;
 // 16-bit backward batches of one wave of such chunks hold each in one
 // tile of this many invocations x 4 slots (held_wave_batch() in plan.cpp,
 // v32).
 constexpr uint32_t kSinglePassHeldBatchWorkgroup = 1024;
+// Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
+// would pass one wave take one wave of longer, held chunks from this many
+// rows (few_rows_past_a_wave() in plan.cpp): f32 2x524288 8% and 4x524288
+// 14% faster than two dispatches on an H200, 16-bit 4x262144 6-7%; two
+// rows of 16-bit level or 1% slower (v32, v33). The wave must fill more
+// than this share of the multiprocessors (few_rows_wave_fills(): 5x200000
+// in 80 workgroups of 132 was 1-5% slower than two dispatches, 6x262144 in
+// 96 level or faster; v33).
+constexpr uint64_t kSinglePassWaveRowsF32 = 2;
+constexpr uint64_t kSinglePassWaveRows16 = 4;
+constexpr double kSinglePassWaveLeastFill = 2.0 / 3.0;
 // Where the automatic rule takes the path on NVIDIA (resident_batch() in
 // plan.cpp): 6 to 32 MiB in all (against two dispatches, f16 32x128256,
 // 7.8 MiB, was 5% faster; f16 16x131072, 4 MiB, 7% slower; f16
