@@ -152,7 +152,7 @@ TEST_F(BackwardTest, EveryKindAgainstTheReference) {
 }
 
 // Batches and fewer rows the plan spreads over one wave on a device that
-// counts its multiprocessors (wave_chunk() in plan.cpp: chunks of
+// counts its multiprocessors (wave_chunk() in single_pass_plan.cpp: chunks of
 // 4096-16384, or the count's share of rows that are not a multiple of it,
 // each held in one tile), with the plan's own path and geometry, against
 // the reference; elsewhere the same shapes on that device's plan.

@@ -111,12 +111,12 @@ constexpr uint64_t kSinglePassMinChunk = 4096;
 constexpr uint64_t kSinglePassBatchRows = 8;
 constexpr uint64_t kSinglePassBatchChunk = 16384;
 // 16-bit backward batches of one wave of such chunks hold each in one
-// tile of this many invocations x 4 slots (held_wave_batch() in plan.cpp,
+// tile of this many invocations x 4 slots (held_wave_batch() in single_pass_plan.cpp,
 // v32).
 constexpr uint32_t kSinglePassHeldBatchWorkgroup = 1024;
 // Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
 // would pass one wave take one wave of longer, held chunks from this many
-// rows (few_rows_past_a_wave() in plan.cpp): f32 2x524288 8% and 4x524288
+// rows (few_rows_past_a_wave() in single_pass_plan.cpp): f32 2x524288 8% and 4x524288
 // 14% faster than two dispatches on an H200, 16-bit 4x262144 6-7%; two
 // rows of 16-bit level or 1% slower (v32, v33). The wave must fill more
 // than this share of the multiprocessors (few_rows_wave_fills(): 5x200000
@@ -126,7 +126,7 @@ constexpr uint64_t kSinglePassWaveRowsF32 = 2;
 constexpr uint64_t kSinglePassWaveRows16 = 4;
 constexpr double kSinglePassWaveLeastFill = 2.0 / 3.0;
 // Where the automatic rule takes the path on NVIDIA (resident_batch() in
-// plan.cpp): 6 to 32 MiB in all (against two dispatches, f16 32x128256,
+// single_pass_plan.cpp): 6 to 32 MiB in all (against two dispatches, f16 32x128256,
 // 7.8 MiB, was 5% faster; f16 16x131072, 4 MiB, 7% slower; f16
 // 128x151936, 39 MB, 7% slower), and grids of at most 4 workgroups per
 // multiprocessor (528 on an H100 or H200; 1x16M in 1024 chunks of 16384
@@ -138,7 +138,7 @@ constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup merges
 // Single rows of at least this many elements, which a workgroup holds only
 // at its most slots, take the path on NVIDIA (spread_single_row() in
-// plan.cpp). H200, in 8 chunks of 4096 against one workgroup: 1x30000,
+// single_pass_plan.cpp). H200, in 8 chunks of 4096 against one workgroup: 1x30000,
 // 1x32000 and 1x32768 4-11% faster in every type (backward 7-24%); 1x28672
 // (7 chunks used of 8) 5-10% slower, 1x24576 13% slower (bench/NOTES.md,
 // v23).

@@ -58,7 +58,7 @@ const char* single_pass_name(SinglePass s);
 struct SinglePassRule {
     bool allowed = false;
     // The vendor takes the path only for batches that stay resident
-    // (resident_batch() in plan.cpp): at least 8 rows, 6 to 32 MiB, a
+    // (resident_batch() in single_pass_plan.cpp): at least 8 rows, 6 to 32 MiB, a
     // grid of at most 4 workgroups per multiprocessor, chunks at least 3/4
     // full; the backward pass for grids of one wave, and batches of 8 rows
     // whose every row's chunks stay resident, whatever their bytes

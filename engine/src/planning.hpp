@@ -1,0 +1,69 @@
+// What the per-path planners share (plan.cpp; the single-pass path's in
+// single_pass_plan.cpp): the device's limits for a problem, a plan's
+// geometry, and how a row is read and cut into chunks.
+#pragma once
+#include <cstdint>
+
+#include "vksoftmax/device_info.hpp"
+#include "vksoftmax/plan.hpp"
+#include "vksoftmax/types.hpp"
+
+namespace vksoftmax::planning {
+
+inline uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+inline uint32_t floor_pow2(uint32_t x) {
+    uint32_t p = 1;
+    while (p * 2 <= x) p *= 2;
+    return p;
+}
+inline uint64_t ceil_pow2(uint64_t x) {
+    uint64_t p = 1;
+    while (p < x) p *= 2;
+    return p;
+}
+
+// What the planners may use of the device for this problem.
+struct Limits {
+    bool subgroup_reduction = false;
+    bool shuffle = false;                 // subgroup shuffles too
+    uint32_t required_subgroup_size = 0;  // asked for by the options; 0: none
+    uint32_t subgroup_size = 1;           // the size the geometry is planned for
+    uint32_t max_workgroup = 1, min_workgroup = 1;
+    uint32_t multiprocessors = 0;         // the device's count where it tells it; 0: unknown
+};
+
+// The geometry of one plan: workgroups, slots and the work items they take.
+struct Geometry {
+    uint32_t workgroup_size = 256;
+    uint32_t slots = 1;
+    uint32_t required_subgroup_size = 0;
+    bool subgroup_rows = false;
+    uint32_t row_lanes = 0;  // rows_per_slot: lanes per row; 0: the whole subgroup
+    uint32_t rows_per_workgroup = 1;
+    uint64_t items = 0;  // work items the dispatch's workgroups take
+    uint32_t chunks = 1, chunk = 0;  // split path: chunks per row, elements per chunk
+    bool chunks_by_row = false;      // single-pass: each chunk the count's share of the row (fill_chunks())
+    uint64_t workspace_bytes = 0;
+};
+
+// The paths that cut rows into chunks (plan.cpp).
+bool chunked(Path path);
+// Elements per access on `path` (plan.cpp).
+uint32_t access_width(const Problem& problem, Path path, const Limits& l, uint32_t slots);
+// The longest window a row is read over on `path` (plan.cpp).
+uint64_t row_window(const Problem& problem, Path path, const Limits& l);
+// `want` slots per invocation, at most `most` (plan.cpp).
+uint32_t slots_for(const Problem& problem, Path path, const Limits& l, uint64_t want, uint32_t most);
+// Chunks of a chunked path for the geometry's tile (plan.cpp).
+void set_chunks(Geometry& g, const Problem& problem, const Limits& l, Path path, uint64_t want);
+
+// The single-pass path (single_pass_plan.cpp): its geometry, its chunks
+// filled by the row where the plan sizes them so, and the rules by which
+// a vendor that takes it only for resident grids takes it.
+Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l);
+void fill_chunks(Geometry& g, const Problem& problem, const Limits& l);
+bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
+bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
+bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
+
+}  // namespace vksoftmax::planning

@@ -1,0 +1,269 @@
+// The single-pass path's plan: when a vendor that takes it only for
+// resident grids takes it, and how its rows are cut into chunks, one
+// workgroup each, in one dispatch.
+#include <algorithm>
+#include <limits>
+
+#include "planning.hpp"
+#include "tuning.hpp"
+#include "vksoftmax/error.hpp"
+
+namespace vksoftmax::planning {
+
+using namespace tuning;
+
+namespace {
+
+// The grid of a problem's rows at chunks of at most `chunk`: each row in
+// the power-of-two count of chunks at or above its share (set_chunks()).
+uint64_t wave_grid(const Problem& problem, const Limits& l, uint64_t chunk) {
+    return problem.shape.rows() * ceil_pow2(div_up(row_window(problem, Path::single_pass, l), chunk));
+}
+
+// A backward batch (kSinglePassBatchRows rows or more) whose grid at its
+// chunks of kSinglePassBatchChunk (the power of two at or below the count,
+// in longer chunks) fills at most half a wave, a workgroup per
+// multiprocessor. H100 (580.159.04; bench/NOTES.md, v32), us, the plan's
+// chunks of 16384 against chunks filling a wave, f32 / f16 / bf16:
+// 8x65536 (32 workgroups -> 128 in chunks of 4096) 9.64 / 8.86 / 9.49
+// against 7.51 / 7.14 / 7.20; 16x65536 and 8x131072 (64 -> 128, chunks of
+// 8192) 9.62 / 9.31 / 9.83 against 7.71 / 6.83 / 7.02, and 9.79 / 9.29 /
+// 9.90 against 7.57 / 7.67 / 7.86. The forward pass keeps its chunks: it
+// takes a batch in one dispatch only from 6 MiB (resident_batch()), more
+// than half a wave of chunks of 16384, and forced into one wave a forward
+// batch was no faster than two dispatches (f16 16x65536 9.27 against 9.07).
+bool half_wave_batch(const Problem& problem, const Limits& l) {
+    const uint64_t rows = problem.shape.rows();
+    if (rows < kSinglePassBatchRows) return false;
+    const uint64_t window = row_window(problem, Path::single_pass, l);
+    const uint64_t whole = floor_pow2(static_cast<uint32_t>(div_up(window, kSinglePassBatchChunk)));
+    return 2 * rows * whole <= l.multiprocessors;
+}
+
+// Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
+// pass one wave, which the plan gave two dispatches (resident_rows()),
+// from kSinglePassWaveRowsF32 rows in f32 and kSinglePassWaveRows16 in
+// 16-bit types. H200 (580.159.04; bench/NOTES.md, v33), us, two
+// dispatches against one wave of held chunks, f32 / f16 / bf16, means of
+// six runs in three calls: 4x262144 (128 chunks of 8192 at 256 x 8) 9.16
+// / 8.08 / 8.29 against 8.14 / 7.61 / 7.77; 4x524288 (128 of 16384 at 512
+// x 8) 12.03 / 9.40 / 9.74 against 10.53 / 9.14 / 9.21; 7x100000 (112 of
+// 6256) 8.61 / 7.74 / 7.92 against 7.48 / 7.36 / 7.46; f32 2x524288 9.12
+// against 8.43. Single rows lose (H100, v32: f32 1x1048576 9.64 against 9.81),
+// and so do two rows of 16-bit (f16 2x1048576 9.83 against 9.88).
+bool few_rows_past_a_wave(const Problem& problem, const Limits& l) {
+    const uint64_t rows = problem.shape.rows();
+    const uint64_t least_rows = problem.dtype == Dtype::f32 ? kSinglePassWaveRowsF32 : kSinglePassWaveRows16;
+    return rows >= least_rows && rows < kSinglePassBatchRows &&
+           wave_grid(problem, l, kSinglePassMinChunk) > l.multiprocessors;
+}
+
+// Whether fewer rows' wave of chunks of `chunk` fills more than
+// kSinglePassWaveLeastFill of the multiprocessors. H200 (v33), us, two
+// dispatches against the wave, f32 / f16 / bf16: 6x262144 (96
+// workgroups) 10.52 / 8.78 / 9.05 against 9.80 / 8.66 / 9.03; f32
+// 3x300000 (96) 8.96 against 8.57; 5x200000 (80) 9.00 / 8.04 / 8.20
+// against 9.09 / 8.41 / 8.44.
+bool few_rows_wave_fills(const Problem& problem, const Limits& l, uint64_t chunk) {
+    return static_cast<double>(wave_grid(problem, l, chunk)) > kSinglePassWaveLeastFill * l.multiprocessors;
+}
+
+// The chunk of a backward problem spread over one wave of held chunks
+// (half_wave_batch(), few_rows_past_a_wave()): the least of
+// kSinglePassMinChunk, twice it, ..., kSinglePassBatchChunk whose grid
+// fits one wave, each chunk then the count's share of the row
+// (fill_chunks()), held in one tile of wave_workgroup(); 0 where the rule
+// does not apply or no such chunk fits. A batch comes here at
+// kSinglePassBatchChunk only where its rows round their count up (a whole
+// count of half a wave would fit at half the chunk): H200 (v33), us,
+// means of four to six runs, 4 chunks of 28672 in tiles of 256 x 4
+// against 8 of 12504 at 512 x 8, f32 / f16 / bf16: 16x100000 12.18 /
+// 11.05 / 11.94 against 9.39 / 8.31 / 7.48; 8x200000 (8 of 28672 against
+// 16 of 12504) 12.28 / 11.11 / 11.99 against 9.54 / 8.58 / 8.49;
+// 12x100000 (96 workgroups) 11.95 / 10.55 / 11.12 against 9.15 / 8.29 /
+// 8.15.
+uint64_t wave_chunk(const Problem& problem, const Limits& l) {
+    if (!problem.backward || l.multiprocessors == 0) return 0;
+    const bool batch = half_wave_batch(problem, l);
+    if (!batch && !few_rows_past_a_wave(problem, l)) return 0;
+    uint64_t chunk = 0;
+    for (uint64_t c = kSinglePassBatchChunk; c >= kSinglePassMinChunk && wave_grid(problem, l, c) <= l.multiprocessors;
+         c /= 2)
+        chunk = c;
+    return chunk != 0 && (batch || few_rows_wave_fills(problem, l, chunk)) ? chunk : 0;
+}
+
+// The workgroup that holds a wave_chunk() in one tile of at most
+// kSinglePassHeldSlots slots: 256 x 4 or 8 for chunks of 4096 or 8192,
+// 512 x 8 for 16384. H100 (v32), us: f32 4x524288 10.92 against 11.58
+// at 1024 x 4 and 12.78 in tiles of 256 x 4, re-read; H200 (v33): f32
+// 16x100000 9.41 against 9.84 at 1024 x 4 and 9.84 at 256 x 4 (f16 8.28
+// against 7.80 and 8.83; bf16 7.50 against 7.98 and 9.05).
+uint32_t wave_workgroup(uint64_t chunk) {
+    return static_cast<uint32_t>(std::max<uint64_t>(kSinglePassWorkgroup, chunk / (4 * kSinglePassHeldSlots)));
+}
+
+// A 16-bit backward batch of whole chunks of kSinglePassBatchChunk that
+// make more than half a wave and at most one: each chunk held in one tile
+// of kSinglePassHeldBatchWorkgroup x 4 slots rather than read in four
+// tiles of 256 x 4 and re-read for its write. H100 (580.159.04;
+// bench/NOTES.md, v32), us, the plan before against 1024 x 4, two calls:
+// f16 16x131072 9.51 / 9.19 against 8.63 / 8.62, 32x65536 9.37 / 8.94
+// against 8.57 / 8.60, 8x262144 9.71 against 9.59; bf16 16x131072 10.07 /
+// 10.04 against 8.67 / 8.70, 32x65536 10.05 / 9.21 against 8.66 / 8.67,
+// 8x262144 10.12 against 9.54. f32 is level or slower so (16x131072 10.33
+// against 11.00; 10.41 at 512 x 8), and grids past a wave much slower
+// (f16 64x65536, 256 workgroups: 11.30 against 16.10). Batches of half a
+// wave or less take wave_chunk() instead.
+bool held_wave_batch(const Problem& problem, const Limits& l) {
+    if (!problem.backward || problem.dtype == Dtype::f32 || l.multiprocessors == 0 ||
+        l.max_workgroup < kSinglePassHeldBatchWorkgroup || problem.shape.rows() < kSinglePassBatchRows)
+        return false;
+    const uint64_t chunks = div_up(row_window(problem, Path::single_pass, l), kSinglePassBatchChunk);
+    return chunks == floor_pow2(static_cast<uint32_t>(chunks)) && problem.shape.rows() * chunks <= l.multiprocessors;
+}
+
+// Chunk boundaries of the single-pass path where it sizes chunks by the
+// row rather than by tiles: whole vectors of every access width (8
+// elements: 32-byte sectors of fp32). Fine enough that the chunks of a
+// count up to 256 all hold elements (a row of at least count x 2048 split
+// in `count` leaves less than 8 elements of slack); in a count of 512 the
+// last may still be empty.
+constexpr uint64_t kSinglePassChunkAlign = 8;
+
+}  // namespace
+
+// A batch of long rows the single-pass path was measured faster on, where
+// the vendor takes it only for those (SinglePassRule::resident_batches_only):
+// enough rows and bytes to fill the GPU, few enough bytes to stay in L2
+// between a chunk's statistic and its re-read, a grid the GPU holds at
+// once, so that no workgroup waits on one that has not started (a grid
+// larger than that ran up to 500x slower), and chunks that the rows fill
+// to at least 3/4 (a power-of-two chunk count can leave chunks empty: f16
+// 32x151936 in 16 chunks of 16384, 10 of them used, was 18% slower than
+// two dispatches; plan_single_pass() now gives such batches fewer, longer
+// chunks, and this guards the rest). bench/NOTES.md, v18 and v20.
+bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
+    const uint64_t bytes = problem.shape.elements() * dtype_size(problem.dtype);
+    if (problem.shape.rows() < kSinglePassBatchRows || bytes < kSinglePassBatchMinBytes ||
+        bytes > kSinglePassBatchMaxBytes || d.multiprocessors == 0)
+        return false;
+    const Geometry g = plan_single_pass(problem, options, l);
+    const uint64_t filled = row_window(problem, Path::single_pass, l);
+    return g.items <= uint64_t{kSinglePassWorkgroupsPerMultiprocessor} * d.multiprocessors &&
+           4 * filled >= 3 * uint64_t{g.chunks} * g.chunk;
+}
+
+// Backward rows the single-pass path was measured faster on, where the
+// vendor takes it only for resident grids: grids of one wave at most (a
+// workgroup per multiprocessor), and batches (kSinglePassBatchRows rows or
+// more, whose chunks are re-read tiles, light on registers) whose every
+// row's chunks are resident at once (kSinglePassWorkgroupsPerMultiprocessor
+// per multiprocessor), so that no chunk waits on one of its row's that
+// cannot start. Against two dispatches the backward pass reads y and dy
+// once instead of twice (the second time partly from L2), a larger saving
+// than the forward's. H100 (580.159.04; bench/NOTES.md, v22), us, single
+// pass against two dispatches:
+// - batches: f32 32x151936 26.9 against 33.1, 64x65536 21.5 against 27.5,
+//   16x524288 54.4 against 57.7, 128x151936 (1024 workgroups) 129.1
+//   against 135.5; f16 and bf16 3-17% faster, level at bf16 8x262144
+//   (10.10 against 10.03);
+// - one wave: 1x131072 (32 chunks) 7.2 against 7.8 (f16 7.1 against 7.3);
+// - fewer rows on more workgroups are slower: 1x1048576 (256 chunks)
+//   10.1 against 9.5, 2x1048576 14.3 against 12.8, 1x16777216 116.7
+//   against 113.7; 4x262144 is mixed (f32 9.06 against 9.43, bf16 8.61
+//   against 8.48). Several such rows are faster in one wave of longer
+//   chunks (wave_chunk(), plan_single_pass()).
+bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
+    if (d.multiprocessors == 0) return false;
+    const Geometry g = plan_single_pass(problem, options, l);
+    const uint64_t resident = uint64_t{kSinglePassWorkgroupsPerMultiprocessor} * d.multiprocessors;
+    return g.items <= d.multiprocessors || (problem.shape.rows() >= kSinglePassBatchRows && g.chunks <= resident);
+}
+
+// A single row long enough that one workgroup holds it only at its most
+// slots, where the vendor takes the path for resident grids:
+// spread over the chunks of one wave in one dispatch, rather than read by
+// one workgroup on one multiprocessor. H200 (580.159.04; bench/NOTES.md,
+// v23), us, chunks of 4096 against a workgroup row, two calls: f32 1x32768
+// 6.84 and 7.12 against 7.65 and 7.73; f16 6.97 and 7.12 against 7.36 and
+// 7.33 (H100, v18: f16 7.21 against 7.55); 1x30000 and 1x32000 4-9% faster
+// in each type. Shorter rows are faster in one workgroup (f32 1x28672, its
+// eighth chunk empty, 7.17-7.26 against 7.89; 1x24576 6.75 against 7.78),
+// and so are batches (f32 4x32768 7.67 against 7.78, 16x32768 8.15
+// against 8.62). The backward pass gains more (y and dy held by one
+// workgroup): f32 1x30000 5.64 against 7.34, 1x32768 5.81 against 7.61;
+// f16 5.65 against 6.15 and 5.78 against 6.26 (v23).
+bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
+    if (problem.shape.rows() != 1 || problem.shape.axis < kSinglePassSpreadRowMin ||
+        d.multiprocessors == 0)
+        return false;
+    const SinglePassRule rule = single_pass_rule(d, options.single_pass);
+    return rule.allowed && rule.resident_batches_only && plan_single_pass(problem, options, l).items <= d.multiprocessors;
+}
+
+// Fewer rows than a batch keep chunks of about kSinglePassMinChunk, and
+// whole tiles of it in a power-of-two count can leave the last chunks
+// empty (1x49152: 12 of 16). An empty chunk's workgroup still waits for
+// the row's statistic, which cost about 0.9 us a call on NVIDIA (f32
+// 1x28672, 7 of 8 chunks used, 7.86 us; 1x28673, 8 used, 7.21;
+// bench/NOTES.md, v23). There each chunk takes the count's share of the
+// row instead, in whole vectors (kSinglePassChunkAlign), so that every
+// chunk of a row's longest window holds elements; a chunk of one tile or
+// less stays in the slots. Rows that fill their chunks keep them, and so
+// do batches (plan_single_pass() sizes them to fill) but those spread
+// over one wave (wave_chunk()), and chunks forced by an option
+// (Geometry::chunks_by_row).
+void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
+    const uint64_t window = row_window(problem, Path::single_pass, l);
+    if (g.chunks_by_row && uint64_t{g.chunks - 1} * g.chunk >= window)
+        g.chunk = static_cast<uint32_t>(div_up(div_up(window, g.chunks), kSinglePassChunkAlign) * kSinglePassChunkAlign);
+}
+
+// Long rows in one dispatch: a workgroup per chunk. A chunk of at most
+// kSinglePassHeldSlots slots per invocation is one tile, held in registers
+// from its statistic to its write; longer chunks are re-read tile by tile
+// (set_chunks() keeps the count a power of two, at most 32 per invocation).
+// Batches of kSinglePassBatchRows rows or more take chunks of at least
+// kSinglePassBatchChunk, re-read from L2, so that their grid stays small
+// enough to be resident; backward problems of a wave or less hold theirs
+// (wave_chunk(), held_wave_batch()).
+Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
+    Geometry g;
+    g.required_subgroup_size = l.required_subgroup_size;
+    const uint64_t rows = problem.shape.rows();
+    const bool batch = rows >= kSinglePassBatchRows, forced = options.chunk_elements != 0;
+    const uint64_t wave = forced ? 0 : wave_chunk(problem, l);
+    const bool held_wave = !forced && !wave && held_wave_batch(problem, l);
+    const uint32_t workgroup = wave        ? wave_workgroup(wave)
+                               : held_wave ? kSinglePassHeldBatchWorkgroup
+                                           : kSinglePassWorkgroup;
+    g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, workgroup));
+    g.chunks_by_row = !forced && (!batch || wave);
+    const uint64_t window = row_window(problem, Path::single_pass, l);
+    const uint64_t least = wave ? wave : batch ? kSinglePassBatchChunk : kSinglePassMinChunk;
+    uint64_t want =
+        forced ? options.chunk_elements
+               : std::max(least,
+                          div_up(window, std::clamp<uint64_t>(div_up(kSinglePassTargetItems, rows), 1, kSinglePassMaxChunks)));
+    // A batch's rows fill a power-of-two count of chunks (the count the
+    // shader takes; set_chunks() rounds any other up, leaving chunks empty):
+    // fewer, longer chunks where the count is not one already (f32
+    // 32x151936 in 8 chunks of 20480 17.3-17.7 us, in 16 of 16384, 10 used,
+    // 18.9; bench/NOTES.md, v20). A batch spread over one wave is sized as
+    // fewer rows are instead: a power-of-two count of whole tiles, then
+    // each chunk the count's share of the row (fill_chunks()).
+    if (!forced && batch && !g.chunks_by_row)  // at most 2^32 / 16384 chunks: 32 bits hold the count
+        want = div_up(window, floor_pow2(static_cast<uint32_t>(div_up(window, want))));
+    const uint64_t per_slot = 4ull * g.workgroup_size;
+    g.slots = want <= kSinglePassHeldSlots * per_slot
+                  ? slots_for(problem, Path::single_pass, l, div_up(want, per_slot), kSinglePassHeldSlots)
+                  : kSplitSlots;
+    set_chunks(g, problem, l, Path::single_pass, want);
+    fill_chunks(g, problem, l);
+    if (g.items > std::numeric_limits<uint32_t>::max())
+        throw Error(ErrorKind::unsupported, "too many rows x chunks for one dispatch");
+    return g;
+}
+
+}  // namespace vksoftmax::planning
