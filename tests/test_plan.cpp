@@ -715,12 +715,12 @@ void expect_paths(const DeviceInfo& d, const std::vector<PathCase>& cases, bool 
 struct WaveCase {
     uint64_t rows, cols;
     Dtype dtype;
-    uint32_t chunk, workgroups, workgroup_size;
+    uint32_t chunk, workgroups, workgroup_size, slots;
 };
 
 // The plan of `c`'s backward problem on `d`: the single-pass path, its
-// chunk, grid and workgroup; where `held`, each chunk in one tile of the
-// plan's slots and the last chunk not empty.
+// chunk, grid, workgroup and slots; where `held`, each chunk in one tile
+// of the plan's slots and the last chunk not empty.
 void expect_wave_geometry(const DeviceInfo& d, const WaveCase& c, bool held) {
     Problem p = rows_of(c.rows, c.cols, c.dtype);
     p.backward = true;
@@ -733,6 +733,7 @@ void expect_wave_geometry(const DeviceInfo& d, const WaveCase& c, bool held) {
     EXPECT_EQ(plan.push.chunk, c.chunk) << what;
     EXPECT_EQ(plan.groups, c.workgroups) << what;
     EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup_size) << what;
+    EXPECT_EQ(plan.key[0].slots, c.slots) << what;
     if (!held) return;
     EXPECT_LE(plan.push.chunk, 4 * plan.key[0].slots * plan.key[0].workgroup_size) << what << ": not held in one tile";
     EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, c.cols) << what << ": the last chunk is empty";
@@ -918,15 +919,15 @@ TEST(Plan, BackwardSinglePassTakesResidentRows) {
 TEST(Plan, BackwardBatchesFillAWave) {
     const DeviceInfo h100 = counted_h100();
     for (const WaveCase& c :
-         {WaveCase{8, 65536, Dtype::f32, 4096, 128, 256}, WaveCase{16, 65536, Dtype::f16, 8192, 128, 256},
-          WaveCase{8, 131072, Dtype::bf16, 8192, 128, 256}, WaveCase{8, 50000, Dtype::f32, 3128, 128, 256},
-          WaveCase{12, 40000, Dtype::f16, 5000, 96, 256}, WaveCase{16, 100000, Dtype::f16, 12504, 128, 512}})
+         {WaveCase{8, 65536, Dtype::f32, 4096, 128, 256, 4}, WaveCase{16, 65536, Dtype::f16, 8192, 128, 256, 8},
+          WaveCase{8, 131072, Dtype::bf16, 8192, 128, 256, 8}, WaveCase{8, 50000, Dtype::f32, 3128, 128, 256, 4},
+          WaveCase{12, 40000, Dtype::f16, 5000, 96, 256, 8}, WaveCase{16, 100000, Dtype::f16, 12504, 128, 512, 8}})
         expect_wave_geometry(h100, c, true);
     // Held at 1024 x 4 (16-bit) or read in tiles of 256 x 4, and larger grids.
     for (const WaveCase& c :
-         {WaveCase{16, 131072, Dtype::f16, 16384, 128, 1024}, WaveCase{32, 65536, Dtype::bf16, 16384, 128, 1024},
-          WaveCase{8, 262144, Dtype::f16, 16384, 128, 1024}, WaveCase{32, 65536, Dtype::f32, 16384, 128, 256},
-          WaveCase{64, 65536, Dtype::f16, 16384, 256, 256}, WaveCase{8, 1u << 20, Dtype::f32, 16384, 512, 256}})
+         {WaveCase{16, 131072, Dtype::f16, 16384, 128, 1024, 4}, WaveCase{32, 65536, Dtype::bf16, 16384, 128, 1024, 4},
+          WaveCase{8, 262144, Dtype::f16, 16384, 128, 1024, 4}, WaveCase{32, 65536, Dtype::f32, 16384, 128, 256, 4},
+          WaveCase{64, 65536, Dtype::f16, 16384, 256, 256, 4}, WaveCase{8, 1u << 20, Dtype::f32, 16384, 512, 256, 4}})
         expect_wave_geometry(h100, c, c.workgroup_size == 1024);
     PlanOptions forced;
     forced.path = Path::single_pass;
@@ -947,10 +948,10 @@ TEST(Plan, BackwardBatchesFillAWave) {
 TEST(Plan, BackwardRowsFillAWave) {
     const DeviceInfo h100 = counted_h100();
     for (const WaveCase& c :
-         {WaveCase{2, 524288, Dtype::f32, 8192, 128, 256}, WaveCase{4, 262144, Dtype::bf16, 8192, 128, 256},
-          WaveCase{4, 524288, Dtype::f16, 16384, 128, 512}, WaveCase{2, 1u << 20, Dtype::f32, 16384, 128, 512},
-          WaveCase{3, 300000, Dtype::f32, 9376, 96, 512}, WaveCase{7, 100000, Dtype::f16, 6256, 112, 256},
-          WaveCase{6, 262144, Dtype::f16, 16384, 96, 512}})
+         {WaveCase{2, 524288, Dtype::f32, 8192, 128, 256, 8}, WaveCase{4, 262144, Dtype::bf16, 8192, 128, 256, 8},
+          WaveCase{4, 524288, Dtype::f16, 16384, 128, 512, 8}, WaveCase{2, 1u << 20, Dtype::f32, 16384, 128, 512, 8},
+          WaveCase{3, 300000, Dtype::f32, 9376, 96, 512, 8}, WaveCase{7, 100000, Dtype::f16, 6256, 112, 256, 8},
+          WaveCase{6, 262144, Dtype::f16, 16384, 96, 512, 8}})
         expect_wave_geometry(h100, c, true);
     expect_paths(h100, {
         {1, 1u << 20, Dtype::f32, Path::split},    // a single row

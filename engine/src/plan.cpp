@@ -119,6 +119,8 @@ namespace planning {
 // the split path does and follows it.
 bool chunked(Path path) { return path == Path::split || path == Path::single_pass; }
 
+namespace {
+
 // Whether contiguous rows whose length is not a multiple of 4 take vector
 // accesses on `path` (ODD_ROWS: the body in whole vectors, head and tail
 // element by element), as measured on an H200 (bench/NOTES.md, v9):
@@ -133,6 +135,8 @@ bool vector_odd_rows(const Problem& problem, Path path, const Limits& l) {
     if (s.inner != 1 || s.axis % 4 == 0 || s.axis <= 4ull * l.subgroup_size) return false;
     return !chunked(path) || dtype_size(problem.dtype) == 2;
 }
+
+}  // namespace
 
 // Elements per access on `path`: 16-byte vectors where rows are contiguous
 // (8 fp16 elements fill two slots, so the slot count must be even). fp16
