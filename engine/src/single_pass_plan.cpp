@@ -20,6 +20,11 @@ uint64_t wave_grid(const Problem& problem, const Limits& l, uint64_t chunk) {
     return problem.shape.rows() * ceil_pow2(div_up(row_window(problem, Path::single_pass, l), chunk));
 }
 
+// A row's count of chunks of kSinglePassBatchChunk, the last one partial.
+uint64_t batch_chunks(const Problem& problem, const Limits& l) {
+    return div_up(row_window(problem, Path::single_pass, l), kSinglePassBatchChunk);
+}
+
 // A backward batch (kSinglePassBatchRows rows or more) whose grid at its
 // chunks of kSinglePassBatchChunk (the power of two at or below the count,
 // in longer chunks) fills at most half a wave, a workgroup per
@@ -35,8 +40,7 @@ uint64_t wave_grid(const Problem& problem, const Limits& l, uint64_t chunk) {
 bool half_wave_batch(const Problem& problem, const Limits& l) {
     const uint64_t rows = problem.shape.rows();
     if (rows < kSinglePassBatchRows) return false;
-    const uint64_t window = row_window(problem, Path::single_pass, l);
-    const uint64_t whole = floor_pow2(static_cast<uint32_t>(div_up(window, kSinglePassBatchChunk)));
+    const uint64_t whole = floor_pow2(static_cast<uint32_t>(batch_chunks(problem, l)));
     return 2 * rows * whole <= l.multiprocessors;
 }
 
@@ -58,14 +62,14 @@ bool few_rows_past_a_wave(const Problem& problem, const Limits& l) {
            wave_grid(problem, l, kSinglePassMinChunk) > l.multiprocessors;
 }
 
-// Whether fewer rows' wave of chunks of `chunk` fills more than
+// Whether fewer rows' wave of `grid` workgroups fills more than
 // kSinglePassWaveLeastFill of the multiprocessors. H200 (v33), us, two
 // dispatches against the wave, f32 / f16 / bf16: 6x262144 (96
 // workgroups) 10.52 / 8.78 / 9.05 against 9.80 / 8.66 / 9.03; f32
 // 3x300000 (96) 8.96 against 8.57; 5x200000 (80) 9.00 / 8.04 / 8.20
 // against 9.09 / 8.41 / 8.44.
-bool few_rows_wave_fills(const Problem& problem, const Limits& l, uint64_t chunk) {
-    return static_cast<double>(wave_grid(problem, l, chunk)) > kSinglePassWaveLeastFill * l.multiprocessors;
+bool few_rows_wave_fills(uint64_t grid, const Limits& l) {
+    return static_cast<double>(grid) > kSinglePassWaveLeastFill * l.multiprocessors;
 }
 
 // The chunk of a backward problem spread over one wave of held chunks
@@ -86,11 +90,14 @@ uint64_t wave_chunk(const Problem& problem, const Limits& l) {
     if (!problem.backward || l.multiprocessors == 0) return 0;
     const bool batch = half_wave_batch(problem, l);
     if (!batch && !few_rows_past_a_wave(problem, l)) return 0;
-    uint64_t chunk = 0;
-    for (uint64_t c = kSinglePassBatchChunk; c >= kSinglePassMinChunk && wave_grid(problem, l, c) <= l.multiprocessors;
-         c /= 2)
+    uint64_t chunk = 0, grid = 0;
+    for (uint64_t c = kSinglePassBatchChunk; c >= kSinglePassMinChunk; c /= 2) {
+        const uint64_t g = wave_grid(problem, l, c);
+        if (g > l.multiprocessors) break;
         chunk = c;
-    return chunk != 0 && (batch || few_rows_wave_fills(problem, l, chunk)) ? chunk : 0;
+        grid = g;
+    }
+    return chunk != 0 && (batch || few_rows_wave_fills(grid, l)) ? chunk : 0;
 }
 
 // The workgroup that holds a wave_chunk() in one tile of at most
@@ -119,7 +126,7 @@ bool held_wave_batch(const Problem& problem, const Limits& l) {
     if (!problem.backward || problem.dtype == Dtype::f32 || l.multiprocessors == 0 ||
         l.max_workgroup < kSinglePassHeldBatchWorkgroup || problem.shape.rows() < kSinglePassBatchRows)
         return false;
-    const uint64_t chunks = div_up(row_window(problem, Path::single_pass, l), kSinglePassBatchChunk);
+    const uint64_t chunks = batch_chunks(problem, l);
     return chunks == floor_pow2(static_cast<uint32_t>(chunks)) && problem.shape.rows() * chunks <= l.multiprocessors;
 }
 
