@@ -60,6 +60,9 @@ VksmStat partial_empty() { return VksmStat(0.0, 0.0, VKSM_F_FINITE); }
 // row's dx NaN.
 VksmStat partial_merge(VksmStat a, VksmStat b) { return VksmStat(a.m + b.m, a.d + b.d, VKSM_F_FINITE); }
 VksmStat group_partial(VksmStat s) { return VksmStat(SINKS ? group_sum(s.m) : 0.0, group_sum(s.d), s.f); }
+#ifdef USE_SUBGROUP
+VksmStat subgroup_partial(VksmStat s) { return VksmStat(SINKS ? subgroupAdd(s.m) : 0.0, subgroupAdd(s.d), s.f); }
+#endif
 // The row's first chunk writes its sink gradient.
 VksmStat complete_row(uint r, VksmStat s, bool writer) {
     if (writer) write_sink_gradient(r, 0u, s.d, s.m);
@@ -78,6 +81,12 @@ VksmStat chunk_stat(Span chunk, uint begin, uint tile, uint lanes, uint lane) {
 VksmStat partial_empty() { return vksm_stat_empty(); }
 VksmStat partial_merge(VksmStat a, VksmStat b) { return vksm_stat_merge(a, b); }
 VksmStat group_partial(VksmStat s) { return group_stat(s); }
+#ifdef USE_SUBGROUP
+VksmStat subgroup_partial(VksmStat s) {
+    float m = subgroupMax(s.m);
+    return VksmStat(m, subgroupAdd(s.d * vksm_scaled_exp(s.m - m)), subgroupOr(s.f));
+}
+#endif
 // The row's statistic with its sink; chunk 0 stores its log-sum-exp.
 VksmStat complete_row(uint r, VksmStat s, bool writer) { return FINISH_ROW(r, s, writer); }
 void write_held_chunk(Span chunk, uint begin, uint lanes, uint lane, VksmStat s) {
@@ -96,6 +105,9 @@ shared uint shared_generation;
 // workgroup_any() answers, by polling round (round r uses r % 3 and clears
 // the next one, which the round before last used).
 shared uint shared_any[3];
+// A row's statistic as subgroup 0 gathered it (gather_row()).
+shared float shared_row_m, shared_row_d;
+shared uint shared_row_f;
 
 // A flags word's mark that the partial is published (VKSM_F_* use the low bits).
 const uint PUBLISHED = 0x80000000u;
@@ -177,10 +189,17 @@ void publish_missing(uint r, uint generation, uint tile, uint lanes, uint lane) 
     }
 }
 
-// Row r's statistic from all its partials: each invocation merges chunks
-// lane, lane + lanes, ... as they turn up (`own` is known already);
-// the polling rounds are uniform over the workgroup, so that every
-// subgroup is whole at the reductions after them.
+// Row r's statistic from all its partials, merged as they turn up (`own`
+// is known already). Where the row's chunks are at most 32 per lane of a
+// subgroup, subgroup 0 alone gathers them (lane l merges chunks l, l +
+// subgroup size, ...) and reduces them by subgroup operations, handing the
+// statistic to the other subgroups through shared memory: a workgroup
+// reduction after the polling cost a one-chunk row 0.9 us on an H100, and
+// every subgroup polling for itself slowed the workgroups of 1024
+// (bench/NOTES.md, v35). Otherwise (and without subgroup arithmetic) each
+// invocation gathers chunks lane, lane + lanes, ... and the workgroup
+// reduces them. The polling rounds are uniform over the workgroup, so that
+// every subgroup is whole at the reductions after them.
 // `helped`: whether it computed partials itself (the slots then hold
 // another chunk's tile).
 VksmStat gather_row(uint r, uint generation, uint own, VksmStat own_stat, uint tile, uint lanes, uint lane,
@@ -189,13 +208,23 @@ VksmStat gather_row(uint r, uint generation, uint own, VksmStat own_stat, uint t
     if (lane == 0u) shared_any[0] = shared_any[1] = 0u;
     barrier();
     VksmStat acc = partial_empty();
-    // Chunks lane + k * lanes still to merge (the plan keeps chunks <= 32 x lanes).
+    uint gather_lane = lane, gather_lanes = lanes;
+#ifdef USE_SUBGROUP
+    const bool by_subgroup = pc.chunks <= 32u * gl_SubgroupSize;
+    if (by_subgroup) {
+        // Past the row's chunks: nothing to gather outside subgroup 0.
+        gather_lane = gl_SubgroupID == 0u ? gl_SubgroupInvocationID : pc.chunks;
+        gather_lanes = gl_SubgroupSize;
+    }
+#endif
+    // Chunks gather_lane + k * gather_lanes still to merge (the plan keeps
+    // chunks <= 32 x lanes).
     uint pending = 0u;
-    for (uint k = 0u; lane + k * lanes < pc.chunks; ++k) pending |= 1u << k;
+    for (uint k = 0u; gather_lane + k * gather_lanes < pc.chunks; ++k) pending |= 1u << k;
     for (uint round = 0u;; ++round) {
         for (uint k = 0u; k < 32u; ++k) {
             if ((pending & (1u << k)) == 0u) continue;
-            uint c = lane + k * lanes;
+            uint c = gather_lane + k * gather_lanes;
             VksmStat p = own_stat;
             if (c != own && !published(r * pc.chunks + c, generation, p)) continue;
             acc = partial_merge(acc, p);
@@ -207,6 +236,22 @@ VksmStat gather_row(uint r, uint generation, uint own, VksmStat own_stat, uint t
             helped = true;
         }
     }
+#ifdef USE_SUBGROUP
+    if (by_subgroup) {
+        if (gl_SubgroupID == 0u) {
+            VksmStat s = subgroup_partial(acc);
+            if (subgroupElect()) {
+                shared_row_m = s.m;
+                shared_row_d = s.d;
+                shared_row_f = s.f;
+            }
+        }
+        // The next item's writes to them come after the barriers of its
+        // chunk's statistic, which every invocation reaches after reading.
+        barrier();
+        return VksmStat(shared_row_m, shared_row_d, shared_row_f);
+    }
+#endif
     return group_partial(acc);
 }
 

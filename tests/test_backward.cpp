@@ -180,6 +180,31 @@ TEST_F(BackwardTest, ProblemsOfOneWave) {
     }
 }
 
+// The single-pass backward module gathers a row's sums as the forward one
+// gathers its partials: by subgroup 0 alone up to 32 a lane of a
+// subgroup, by every invocation past that. Rows of 16 x and 64 x the
+// subgroup size in chunks of one tile, softmax and log-softmax, with
+// subgroup arithmetic and with the shared-memory tree.
+TEST_F(BackwardTest, SinglePassGatheredBySubgroupAndByWorkgroup) {
+    const DeviceInfo& d = ctx().info();
+    if (!has_single_pass(d)) GTEST_SKIP() << single_pass_rule(d, SinglePass::allowed).reason;
+    std::vector<Reduction> reductions = {Reduction::shared};
+    if (d.subgroup_arithmetic()) reductions.push_back(Reduction::subgroup);
+    const uint64_t chunk = plan_geometry(d, backward_problem(1, 50000, Dtype::f32, false), single_pass(1)).push.chunk;
+    for (Reduction red : reductions)
+        for (uint64_t chunks : {16ull * d.subgroup_size, 64ull * d.subgroup_size})
+            for (bool log : {false, true}) {
+                const Problem p = backward_problem(2, (chunks - 1) * chunk + 1, Dtype::f32, log);
+                const PlanOptions opts = single_pass(1, red);
+                const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p), opts);
+                ASSERT_EQ(o.plan.path, Path::single_pass);
+                ASSERT_EQ(o.plan.push.chunks, chunks) << "expected " << chunks << " chunks of " << chunk;
+                EXPECT_TRUE(o.acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0))
+                    << describe(p, opts) << " (" << chunks << " chunks of " << chunk << ", subgroups of "
+                    << d.subgroup_size << "): " << o.acc.describe();
+            }
+}
+
 // Closed forms (fp32, every path): a constant dy gives dx = 0 within the
 // sum's rounding; a one-hot dy at j gives k y_j (1 - y_j) there and
 // -k y_i y_j elsewhere; log-softmax, a -inf in y gives exactly k dy there;

@@ -75,6 +75,31 @@ TEST_F(SinglePassTest, SpikeInEveryChunk) {
         }
 }
 
+// A row's partials are gathered by subgroup 0 alone where they are at
+// most 32 per lane of a subgroup, and by every invocation past that: rows
+// of 16 x and 64 x the subgroup size in chunks of one tile take each way,
+// softmax and log-softmax, with subgroup arithmetic and with the
+// shared-memory tree. Random logits, no spike: every chunk holds a share
+// of the row's mass, so a partial left out (or merged twice) moves every
+// output by about that share, far past the bound.
+TEST_F(SinglePassTest, GatheredBySubgroupAndByWorkgroup) {
+    const uint32_t subgroup = ctx().info().subgroup_size;
+    const uint64_t chunk = plan_geometry(ctx().info(), rows_of(1, 50000), single_pass(1)).push.chunk;
+    for (Reduction red : reductions())
+        for (uint64_t chunks : {16ull * subgroup, 64ull * subgroup})
+            for (bool log : {false, true}) {
+                const Problem p = rows_of(2, (chunks - 1) * chunk + 1, Dtype::f32, log);
+                const PlanOptions opts = single_pass(1, red);
+                const uint32_t seed = fresh_seed();
+                Outcome o = run_and_compare(p, random_logits(p.shape.elements(), seed), opts);
+                ASSERT_EQ(o.plan.path, Path::single_pass);
+                ASSERT_EQ(o.plan.push.chunks, chunks) << "expected " << chunks << " chunks of " << chunk;
+                EXPECT_TRUE(o.acc.within(1e-5, 0.0)) << describe(p, opts) << " (" << chunks << " chunks of " << chunk
+                                                     << ", subgroups of " << subgroup << ", seed " << seed
+                                                     << "): " << o.acc.describe();
+            }
+}
+
 // Row lengths one below, at and one above 1, 2 and 3 chunks, fp32 and fp16
 // (whose odd lengths take 16-byte windows), with the plan's and tiny chunks.
 TEST_F(SinglePassTest, LengthsAroundChunkBoundaries) {
