@@ -44,6 +44,10 @@
 // bytes per chunk {~m, ~d, flags | PUBLISHED, unused}, then one count per
 // row (vksoftmax/single_pass_workspace.hpp reads it back on the host).
 #define SINGLE_PASS
+#ifdef USE_SUBGROUP
+// A row's partials reduced within subgroup 0 (gather_row()).
+#define VKSM_SUBGROUP_ARITHMETIC
+#endif
 #include "softmax_common.glsl"
 
 #include "softmax_tiles.glsl"
@@ -82,10 +86,7 @@ VksmStat partial_empty() { return vksm_stat_empty(); }
 VksmStat partial_merge(VksmStat a, VksmStat b) { return vksm_stat_merge(a, b); }
 VksmStat group_partial(VksmStat s) { return group_stat(s); }
 #ifdef USE_SUBGROUP
-VksmStat subgroup_partial(VksmStat s) {
-    float m = subgroupMax(s.m);
-    return VksmStat(m, subgroupAdd(s.d * vksm_scaled_exp(s.m - m)), subgroupOr(s.f));
-}
+VksmStat subgroup_partial(VksmStat s) { return vksm_subgroup_stat(s); }
 #endif
 // The row's statistic with its sink; chunk 0 stores its log-sum-exp.
 VksmStat complete_row(uint r, VksmStat s, bool writer) { return FINISH_ROW(r, s, writer); }

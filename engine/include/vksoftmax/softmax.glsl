@@ -13,6 +13,9 @@
 //                                   against x - m overflowing (default true);
 //                                   only T > 1 needs it, so define it false
 //                                   where VKSM_INV_T >= 1 (T = 1: the default)
+//     #define VKSM_SUBGROUP_ARITHMETIC  with GL_KHR_shader_subgroup_arithmetic
+//                                   enabled: declares vksm_subgroup_stat()
+//                                   (the row entry points declare it anyway)
 //   For the row entry points, also:
 //     layout(local_size_x = ...) in;  declared before the include
 //     #define VKSM_LOAD(row, i)      float expression: element i of row `row`
@@ -166,6 +169,15 @@ float vksm_output(float x, VksmStat s, bool log_softmax) {
     return log_softmax ? vksm_log_shift(x, s.m) - log(s.d) : vksm_scaled_exp(x - s.m) / s.d;
 }
 
+#if defined(VKSM_LOAD) || defined(VKSM_SUBGROUP_ARITHMETIC)
+// Every statistic of the subgroup merged into one, known to every lane.
+VksmStat vksm_subgroup_stat(VksmStat s) {
+    float m = subgroupMax(s.m);
+    uint f = subgroupOr(s.f);
+    return VksmStat(m, subgroupAdd(s.d * vksm_scaled_exp(s.m - m)), f);
+}
+#endif
+
 #ifdef VKSM_LOAD
 // ---- rows, for hosts that define VKSM_LOAD and VKSM_STORE ----
 #ifndef VKSM_MAX_SUBGROUPS
@@ -177,13 +189,6 @@ float vksm_output(float x, VksmStat s, bool log_softmax) {
 shared float vksm_shared_m[VKSM_MAX_SUBGROUPS];
 shared float vksm_shared_d[VKSM_MAX_SUBGROUPS];
 shared uint vksm_shared_f[VKSM_MAX_SUBGROUPS];
-
-// Every statistic of the subgroup merged into one, known to every lane.
-VksmStat vksm_subgroup_stat(VksmStat s) {
-    float m = subgroupMax(s.m);
-    uint f = subgroupOr(s.f);
-    return VksmStat(m, subgroupAdd(s.d * vksm_scaled_exp(s.m - m)), f);
-}
 
 // The workgroup's max of m and OR of f, known to every lane: each subgroup
 // publishes its own, then every lane folds a strided slice of all of them
