@@ -830,9 +830,10 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 }
 
 // On NVIDIA a single row that a workgroup holds only at its most slots
-// (30000 elements or more) is spread over the chunks of one wave instead,
-// forward and backward; shorter rows, batches and devices without the rule
-// keep the workgroup row.
+// (30000 elements or more), or longer up to 64 chunks (262144), is spread
+// over the chunks of one wave instead, forward and backward; shorter rows,
+// batches and devices without the rule keep the workgroup row, longer
+// rows two dispatches.
 TEST(Plan, SingleRowSpreadsOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     expect_paths(h100, {
@@ -843,7 +844,12 @@ TEST(Plan, SingleRowSpreadsOverOneWave) {
         {1, 28672, Dtype::f32, Path::workgroup_row},   // one workgroup is faster
         {2, 32768, Dtype::f32, Path::workgroup_row},   // a batch
         {16, 32768, Dtype::f16, Path::workgroup_row},
-        {1, 65536, Dtype::f32, Path::split},           // past a workgroup: the long-row rule
+        {1, 65536, Dtype::f32, Path::single_pass},     // past a workgroup: 16 chunks of 4096
+        {1, 131072, Dtype::f16, Path::single_pass},
+        {1, 262144, Dtype::bf16, Path::single_pass},   // 64 chunks
+        {1, 262145, Dtype::f32, Path::split},          // 128 chunks: level with two dispatches
+        {1, 524288, Dtype::f16, Path::split},
+        {2, 131072, Dtype::f32, Path::split},          // fewer rows than a batch
     }, false);
     expect_paths(h100, {
         {1, 32768, Dtype::f32, Path::single_pass},

@@ -211,7 +211,8 @@ Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions&
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
     if (!rule.allowed) return Path::split;
     if (rule.resident_batches_only &&
-        !(problem.backward ? resident_rows(d, problem, options, l) : resident_batch(d, problem, options, l)))
+        !(problem.backward ? resident_rows(d, problem, options, l)
+                           : resident_batch(d, problem, options, l) || spread_single_row(d, problem, options, l)))
         return Path::split;
     return Path::single_pass;
 }
