@@ -830,10 +830,10 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 }
 
 // On NVIDIA a single row that a workgroup holds only at its most slots
-// (30000 elements or more), or longer up to 64 chunks (262144), is spread
-// over the chunks of one wave instead, forward and backward; shorter rows,
-// batches and devices without the rule keep the workgroup row, longer
-// rows two dispatches.
+// (30000 elements or more) is spread over the chunks of one wave instead,
+// forward and backward, and so are fewer than 8 longer rows in up to 64
+// chunks (262144 elements for one row); shorter rows, batches and devices
+// without the rule keep the workgroup row, more chunks two dispatches.
 TEST(Plan, SingleRowSpreadsOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     expect_paths(h100, {
@@ -849,7 +849,11 @@ TEST(Plan, SingleRowSpreadsOverOneWave) {
         {1, 262144, Dtype::bf16, Path::single_pass},   // 64 chunks
         {1, 262145, Dtype::f32, Path::split},          // 128 chunks: level with two dispatches
         {1, 524288, Dtype::f16, Path::split},
-        {2, 131072, Dtype::f32, Path::split},          // fewer rows than a batch
+        {2, 131072, Dtype::f32, Path::single_pass},    // fewer rows than a batch: 64 chunks
+        {4, 65536, Dtype::f16, Path::single_pass},
+        {3, 131072, Dtype::bf16, Path::split},         // 96 chunks
+        {4, 131072, Dtype::f32, Path::split},
+        {8, 65536, Dtype::f16, Path::split},           // a batch of 4 MiB: two dispatches
     }, false);
     expect_paths(h100, {
         {1, 32768, Dtype::f32, Path::single_pass},

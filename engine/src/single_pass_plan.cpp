@@ -189,16 +189,9 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 }
 
 // A single row long enough that one workgroup holds it only at its most
-// slots, or longer, where the vendor takes the path for resident grids:
-// spread over the chunks of one wave in one dispatch, rather than read by
-// one workgroup on one multiprocessor or in two dispatches, up to
-// kSinglePassSpreadRowMaxChunks chunks. Past a workgroup row, H100
-// (580.159.04; bench/NOTES.md, v37), us, means of two runs, one dispatch
-// against two: f32 1x65536 7.23 against 8.27, 1x131072 7.68 against 8.34,
-// 1x262144 7.97 against 8.51; f16 7.12 / 7.32 / 7.67 against 8.12 / 8.17
-// / 8.26; bf16 7.17 / 7.34 / 7.54 against 8.18 / 8.24 / 8.30;
-// log-softmax alike; 1x393216 and 1x524288 (128 chunks) level. H200
-// (580.159.04; bench/NOTES.md,
+// slots, where the vendor takes the path for resident grids: spread over
+// the chunks of one wave in one dispatch, rather than read by one
+// workgroup on one multiprocessor. H200 (580.159.04; bench/NOTES.md,
 // v23), us, chunks of 4096 against a workgroup row, two calls: f32 1x32768
 // 6.84 and 7.12 against 7.65 and 7.73; f16 6.97 and 7.12 against 7.36 and
 // 7.33 (H100, v18: f16 7.21 against 7.55); 1x30000 and 1x32000 4-9% faster
@@ -213,9 +206,34 @@ bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOp
         d.multiprocessors == 0)
         return false;
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
+    return rule.allowed && rule.resident_batches_only && plan_single_pass(problem, options, l).items <= d.multiprocessors;
+}
+
+// Fewer rows than a batch, longer than a workgroup row, where the vendor
+// takes the path for resident grids: in one dispatch rather than two,
+// where their chunks make at most kSinglePassSpreadMaxChunks workgroups
+// (then at most one partial for each lane of the gathering subgroup to
+// wait for; a second one a lane costs about a round trip, bench/NOTES.md
+// v36). H100 (580.159.04; v37, v38), us, means of two runs, one dispatch
+// against two:
+// - single rows: f32 1x65536 7.23 against 8.27, 1x131072 7.68 against
+//   8.34, 1x262144 (64 chunks) 7.97 against 8.51; f16 7.12 / 7.32 / 7.67
+//   against 8.12 / 8.17 / 8.26; bf16 7.17 / 7.34 / 7.54 against 8.18 /
+//   8.24 / 8.30; log-softmax alike; 1x393216 and 1x524288 (128 chunks)
+//   level;
+// - a few rows: 2x65536, 2x131072 and 4x65536 (32-64 chunks) 8-13%
+//   faster in every type (f32 4x65536 7.66 against 8.44, f16 7.33 against
+//   8.25, bf16 2x131072 7.26 against 8.34); 4x131072 (128 chunks) f32 7%
+//   faster, 16-bit 2-3%, and 4x262144 (256) f32 5%, 16-bit level.
+// Batches of 8 rows or more of under 6 MiB are slower in one dispatch, in
+// the batches' chunks of 16384 (f16 8x65536 9.81 against 8.39;
+// resident_batch()).
+bool spread_few_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
+    if (problem.shape.rows() >= kSinglePassBatchRows || d.multiprocessors == 0) return false;
+    const SinglePassRule rule = single_pass_rule(d, options.single_pass);
     const uint64_t items = plan_single_pass(problem, options, l).items;
     return rule.allowed && rule.resident_batches_only && items <= d.multiprocessors &&
-           items <= kSinglePassSpreadRowMaxChunks;
+           items <= kSinglePassSpreadMaxChunks;
 }
 
 // Fewer rows than a batch keep chunks of about kSinglePassMinChunk, and

@@ -143,12 +143,13 @@ constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup me
 // (7 chunks used of 8) 5-10% slower, 1x24576 13% slower (bench/NOTES.md,
 // v23).
 constexpr uint64_t kSinglePassSpreadRowMin = 30000;
-// ... and past a workgroup row, single rows of at most this many chunks of
-// kSinglePassMinChunk (262144 elements): H100, one dispatch against two,
-// f32 / f16 / bf16, 1x40000 to 1x262144 6-14% faster; 1x393216 and
-// 1x524288 (128 chunks, 4 for each lane of the gathering subgroup) level,
-// -1% to +3% (bench/NOTES.md, v37).
-constexpr uint64_t kSinglePassSpreadRowMaxChunks = 64;
+// Fewer rows than a batch, past a workgroup row, take the path on NVIDIA
+// where their chunks number at most this (spread_few_rows()): H100, one
+// dispatch against two, f32 / f16 / bf16, 1x40000 to 1x262144 6-14%
+// faster, 2x65536 to 4x65536 8-13%; 128 chunks (1x393216, 1x524288, four
+// for each lane of the gathering subgroup) level, -1% to +3%
+// (bench/NOTES.md, v37 and v38).
+constexpr uint64_t kSinglePassSpreadMaxChunks = 64;
 // Polling rounds a workgroup waits for its row's partials before computing
 // the missing ones itself (PATIENCE). On a GPU the partials of co-resident
 // workgroups arrive within a few rounds; a round is at least a device-scope

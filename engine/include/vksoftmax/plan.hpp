@@ -62,8 +62,9 @@ struct SinglePassRule {
     // grid of at most 4 workgroups per multiprocessor, chunks at least 3/4
     // full; the backward pass for grids of one wave, and batches of 8 rows
     // whose every row's chunks stay resident, whatever their bytes
-    // (resident_rows()); and a single row of 30000 to 262144 elements
-    // (64 chunks), spread over a wave (spread_single_row()).
+    // (resident_rows()); a single row of 30000 elements or more that one
+    // workgroup would hold, spread over a wave (spread_single_row()); and
+    // fewer than 8 longer rows in up to 64 chunks (spread_few_rows()).
     bool resident_batches_only = false;
     std::string reason;
 };
