@@ -853,7 +853,9 @@ TEST(Plan, SingleRowSpreadsOverOneWave) {
         {4, 65536, Dtype::f16, Path::single_pass},
         {3, 131072, Dtype::bf16, Path::split},         // 96 chunks
         {4, 131072, Dtype::f32, Path::split},
-        {8, 65536, Dtype::f16, Path::split},           // a batch of 4 MiB: two dispatches
+        {8, 65536, Dtype::f16, Path::single_pass},     // a batch under 6 MiB: 64 held chunks of 8192
+        {16, 100000, Dtype::f32, Path::single_pass},   // 128 held chunks of 6250
+        {32, 65536, Dtype::f16, Path::split},          // 256 chunks of 8192: past a wave
     }, false);
     expect_paths(h100, {
         {1, 32768, Dtype::f32, Path::single_pass},
@@ -924,8 +926,9 @@ TEST(Plan, BackwardSinglePassTakesResidentRows) {
 // x 4 or 8, 512 x 8 at 16384: 16x100000 in 8 chunks of 12504 rather than
 // 4 of 28672), none empty. 16-bit batches of whole chunks of 16384 in one
 // wave hold each in a tile of 1024 x 4 slots (fp32 keeps 256 x 4,
-// re-read). Larger grids, the forward pass and a device that does not
-// count its multiprocessors keep their chunks at 256 x 4.
+// re-read). Larger grids and a device that does not count its
+// multiprocessors keep their chunks at 256 x 4; a forward batch under 6
+// MiB takes held chunks of 8192 in one wave (small_held_batch()).
 TEST(Plan, BackwardBatchesFillAWave) {
     const DeviceInfo h100 = counted_h100();
     for (const WaveCase& c :
@@ -942,7 +945,11 @@ TEST(Plan, BackwardBatchesFillAWave) {
     PlanOptions forced;
     forced.path = Path::single_pass;
     Problem forward = rows_of(8, 65536);
-    EXPECT_EQ(plan_geometry(h100, forward, forced).push.chunk, 16384u) << "forward 8x65536";
+    const Plan small = plan_geometry(h100, forward, forced);
+    EXPECT_EQ(small.push.chunk, 8192u) << "forward 8x65536, 2 MiB: held chunks";
+    EXPECT_EQ(small.key[0].workgroup_size * small.key[0].slots, 2048u) << "forward 8x65536: 256 x 8 slots";
+    EXPECT_EQ(plan_geometry(h100, rows_of(16, 131072, Dtype::f16), forced).push.chunk, 16384u)
+        << "forward f16 16x131072, 4 MiB: 256 held chunks would pass a wave";
     Problem unknown = rows_of(8, 65536);
     unknown.backward = true;
     EXPECT_EQ(plan_geometry(h200(), unknown, forced).push.chunk, 16384u) << "no multiprocessor count";

@@ -44,6 +44,20 @@ bool half_wave_batch(const Problem& problem, const Limits& l) {
     return 2 * rows * whole <= l.multiprocessors;
 }
 
+// A forward batch (kSinglePassBatchRows rows or more) of less than
+// kSinglePassBatchMinBytes whose rows in chunks of kSinglePassSmallBatchChunk,
+// each held in one tile of 256 x 8 slots, make one wave of workgroups.
+// H100 (580.159.04; bench/NOTES.md, v39), us, two dispatches against such
+// chunks, f32 / f16: 8x65536 8.67 / 8.46 against 8.12 / 7.89, 16x65536
+// 9.71 / 8.96 against 8.13 / 8.67, 8x128256 9.67 / 8.92 against 8.73 /
+// 8.78; the batches' own chunks of 16384, re-read in tiles, were 6-18%
+// slower than two dispatches (v38).
+bool small_held_batch(const Problem& problem, const Limits& l) {
+    if (problem.backward || l.multiprocessors == 0 || problem.shape.rows() < kSinglePassBatchRows) return false;
+    const uint64_t bytes = problem.shape.elements() * dtype_size(problem.dtype);
+    return bytes < kSinglePassBatchMinBytes && wave_grid(problem, l, kSinglePassSmallBatchChunk) <= l.multiprocessors;
+}
+
 // Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
 // pass one wave, which the plan gave two dispatches (resident_rows()),
 // from kSinglePassWaveRowsF32 rows in f32 and kSinglePassWaveRows16 in
@@ -149,12 +163,14 @@ constexpr uint64_t kSinglePassChunkAlign = 8;
 // to at least 3/4 (a power-of-two chunk count can leave chunks empty: f16
 // 32x151936 in 16 chunks of 16384, 10 of them used, was 18% slower than
 // two dispatches; plan_single_pass() now gives such batches fewer, longer
-// chunks, and this guards the rest). bench/NOTES.md, v18 and v20.
+// chunks, and this guards the rest). bench/NOTES.md, v18 and v20. A
+// smaller batch takes it in held chunks where they make one wave
+// (small_held_batch()).
 bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t bytes = problem.shape.elements() * dtype_size(problem.dtype);
-    if (problem.shape.rows() < kSinglePassBatchRows || bytes < kSinglePassBatchMinBytes ||
-        bytes > kSinglePassBatchMaxBytes || d.multiprocessors == 0)
-        return false;
+    if (problem.shape.rows() < kSinglePassBatchRows || d.multiprocessors == 0) return false;
+    if (bytes < kSinglePassBatchMinBytes) return small_held_batch(problem, l);
+    if (bytes > kSinglePassBatchMaxBytes) return false;
     const Geometry g = plan_single_pass(problem, options, l);
     const uint64_t filled = row_window(problem, Path::single_pass, l);
     return g.items <= uint64_t{kSinglePassWorkgroupsPerMultiprocessor} * d.multiprocessors &&
@@ -269,13 +285,17 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     const bool batch = rows >= kSinglePassBatchRows, forced = options.chunk_elements != 0;
     const uint64_t wave = forced ? 0 : wave_chunk(problem, l);
     const bool held_wave = !forced && !wave && held_wave_batch(problem, l);
+    const bool small_batch = !forced && small_held_batch(problem, l);
     const uint32_t workgroup = wave        ? wave_workgroup(wave)
                                : held_wave ? kSinglePassHeldBatchWorkgroup
                                            : kSinglePassWorkgroup;
     g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, workgroup));
-    g.chunks_by_row = !forced && (!batch || wave);
+    g.chunks_by_row = !forced && (!batch || wave || small_batch);
     const uint64_t window = row_window(problem, Path::single_pass, l);
-    const uint64_t least = wave ? wave : batch ? kSinglePassBatchChunk : kSinglePassMinChunk;
+    const uint64_t least = wave          ? wave
+                           : small_batch ? kSinglePassSmallBatchChunk
+                           : batch       ? kSinglePassBatchChunk
+                                         : kSinglePassMinChunk;
     uint64_t want =
         forced ? options.chunk_elements
                : std::max(least,

@@ -48,7 +48,8 @@ constexpr SinglePassVendor kSinglePassVendors[] = {
     // 4x65536 7.7 vs 8.4); 128 chunks are level.
     {0x10DE, Takes::resident_batches,
      "NVIDIA: faster than two dispatches on batches of at least 8 long rows of 6 to 32 MiB in all, with a grid of at "
-     "most 4 workgroups per multiprocessor and chunks at least 3/4 full (H100, 580.159.04), than one workgroup on "
+     "most 4 workgroups per multiprocessor and chunks at least 3/4 full, or under 6 MiB in one wave of held chunks of "
+     "8192 (H100, 580.159.04), than one workgroup on "
      "a single row of 30000 elements or more (H200), and than two dispatches on fewer than 8 rows in up to 64 chunks "
      "(H100); "
      "two dispatches elsewhere"},

@@ -60,7 +60,8 @@ struct SinglePassRule {
     // The vendor takes the path only for batches that stay resident
     // (resident_batch() in single_pass_plan.cpp): at least 8 rows, 6 to 32 MiB, a
     // grid of at most 4 workgroups per multiprocessor, chunks at least 3/4
-    // full; the backward pass for grids of one wave, and batches of 8 rows
+    // full, or under 6 MiB in one wave of held chunks (small_held_batch());
+    // the backward pass for grids of one wave, and batches of 8 rows
     // whose every row's chunks stay resident, whatever their bytes
     // (resident_rows()); a single row of 30000 elements or more that one
     // workgroup would hold, spread over a wave (spread_single_row()); and
