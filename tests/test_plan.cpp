@@ -854,7 +854,7 @@ TEST(Plan, SingleRowSpreadsOverOneWave) {
         {3, 131072, Dtype::bf16, Path::split},         // 96 chunks
         {4, 131072, Dtype::f32, Path::split},
         {8, 65536, Dtype::f16, Path::single_pass},     // a batch under 6 MiB: 64 held chunks of 8192
-        {16, 100000, Dtype::f32, Path::single_pass},   // 128 held chunks of 6250
+        {8, 100000, Dtype::f32, Path::single_pass},    // 128 held chunks of 6250
         {32, 65536, Dtype::f16, Path::split},          // 256 chunks of 8192: past a wave
     }, false);
     expect_paths(h100, {
