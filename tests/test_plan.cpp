@@ -842,7 +842,7 @@ TEST(Plan, SingleRowSpreadsOverOneWave) {
         {1, 32000, Dtype::bf16, Path::single_pass},
         {1, 30000, Dtype::f16, Path::single_pass},
         {1, 28672, Dtype::f32, Path::workgroup_row},   // one workgroup is faster
-        {2, 32768, Dtype::f32, Path::workgroup_row},   // a batch
+        {2, 32768, Dtype::f32, Path::workgroup_row},   // two rows a workgroup holds
         {16, 32768, Dtype::f16, Path::workgroup_row},
         {1, 65536, Dtype::f32, Path::single_pass},     // past a workgroup: 16 chunks of 4096
         {1, 131072, Dtype::f16, Path::single_pass},

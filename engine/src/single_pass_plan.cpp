@@ -226,7 +226,8 @@ bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOp
 }
 
 // Fewer rows than a batch, longer than a workgroup row, where the vendor
-// takes the path for resident grids: in one dispatch rather than two,
+// takes the path for resident grids (choose_path() has checked the rule,
+// as for resident_batch()): in one dispatch rather than two,
 // where their chunks make at most kSinglePassSpreadMaxChunks workgroups
 // (then at most one partial for each lane of the gathering subgroup to
 // wait for; a second one a lane costs about a round trip, bench/NOTES.md
@@ -246,10 +247,8 @@ bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOp
 // resident_batch()).
 bool spread_few_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (problem.shape.rows() >= kSinglePassBatchRows || d.multiprocessors == 0) return false;
-    const SinglePassRule rule = single_pass_rule(d, options.single_pass);
     const uint64_t items = plan_single_pass(problem, options, l).items;
-    return rule.allowed && rule.resident_batches_only && items <= d.multiprocessors &&
-           items <= kSinglePassSpreadMaxChunks;
+    return items <= d.multiprocessors && items <= kSinglePassSpreadMaxChunks;
 }
 
 // Fewer rows than a batch keep chunks of about kSinglePassMinChunk, and

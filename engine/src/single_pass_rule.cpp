@@ -49,10 +49,8 @@ constexpr SinglePassVendor kSinglePassVendors[] = {
     {0x10DE, Takes::resident_batches,
      "NVIDIA: faster than two dispatches on batches of at least 8 long rows of 6 to 32 MiB in all, with a grid of at "
      "most 4 workgroups per multiprocessor and chunks at least 3/4 full, or under 6 MiB in one wave of held chunks of "
-     "8192 (H100, 580.159.04), than one workgroup on "
-     "a single row of 30000 elements or more (H200), and than two dispatches on fewer than 8 rows in up to 64 chunks "
-     "(H100); "
-     "two dispatches elsewhere"},
+     "8192 (H100, 580.159.04), than one workgroup on a single row of 30000 elements or more (H200), and than two "
+     "dispatches on fewer than 8 rows in up to 64 chunks (H100); two dispatches elsewhere"},
     // Metal promises no forward progress between threadgroups; Apple M1 and
     // M3 were shown to lack it (Smith, Levien, Owens, SPAA 2025): partials
     // would often come from the waiting workgroup itself.

@@ -133,10 +133,10 @@ constexpr double kSinglePassWaveLeastFill = 2.0 / 3.0;
 // took 16 ms a call, against 38-73 us split: waiting workgroups held every
 // slot until their patience ran out).
 constexpr uint64_t kSinglePassBatchMinBytes = 6ull << 20;
+constexpr uint64_t kSinglePassBatchMaxBytes = 32ull << 20;
 // A smaller batch takes the path in held chunks of this many elements
 // where they make one wave (small_held_batch(); bench/NOTES.md, v39).
 constexpr uint64_t kSinglePassSmallBatchChunk = 8192;
-constexpr uint64_t kSinglePassBatchMaxBytes = 32ull << 20;
 constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup merges
 // Single rows of at least this many elements, which a workgroup holds only
