@@ -711,21 +711,21 @@ void expect_paths(const DeviceInfo& d, const std::vector<PathCase>& cases, bool 
     }
 }
 
-// A backward problem and the single-pass geometry its plan must have.
+// A problem and the single-pass geometry its plan must have.
 struct WaveCase {
     uint64_t rows, cols;
     Dtype dtype;
     uint32_t chunk, workgroups, workgroup_size, slots;
 };
 
-// The plan of `c`'s backward problem on `d`: the single-pass path, its
-// chunk, grid, workgroup and slots; where `held`, each chunk in one tile
-// of the plan's slots and the last chunk not empty.
-void expect_wave_geometry(const DeviceInfo& d, const WaveCase& c, bool held) {
+// The plan of `c`'s problem on `d`, backward or forward: the single-pass
+// path, its chunk, grid, workgroup and slots; where `held`, each chunk in
+// one tile of the plan's slots and the last chunk not empty.
+void expect_wave_geometry(const DeviceInfo& d, const WaveCase& c, bool held, bool backward) {
     Problem p = rows_of(c.rows, c.cols, c.dtype);
-    p.backward = true;
+    p.backward = backward;
     const Plan plan = plan_geometry(d, p);
-    const std::string what = "backward " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
+    const std::string what = (backward ? "backward " : "forward ") + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
                              dtype_name(c.dtype) + ": " + path_name(plan.path) + ", " + std::to_string(plan.groups) +
                              " workgroups of " + std::to_string(plan.key[0].workgroup_size) + " x " +
                              std::to_string(plan.key[0].slots) + ", chunks of " + std::to_string(plan.push.chunk);
@@ -793,8 +793,8 @@ TEST(Plan, SinglePassTakesResidentBatches) {
         {32, 128256, Dtype::f32, Path::single_pass},  // 16 MB, 8 chunks a row: 256 workgroups
         {32, 128256, Dtype::f16, Path::single_pass},  // 7.8 MiB
         {16, 524288, Dtype::f32, Path::single_pass},  // 32 MiB, 32 chunks a row: 512 workgroups
-        {16, 131072, Dtype::f32, Path::single_pass},  // 8 MiB
-        {16, 131072, Dtype::f16, Path::split},        // 4 MiB: too little to fill the GPU
+        {16, 131072, Dtype::f32, Path::single_pass},  // 8 MiB, one wave of held chunks
+        {24, 100000, Dtype::f16, Path::split},        // 4.6 MiB, past one wave of held chunks
         {128, 151936, Dtype::f16, Path::split},       // 39 MB: past 32 MiB
         {1, 1u << 24, Dtype::f16, Path::split},       // one row
         {4, 1u << 21, Dtype::f32, Path::split},       // 4 rows
@@ -831,9 +831,8 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 
 // On NVIDIA a single row that a workgroup holds only at its most slots
 // (30000 elements or more) is spread over the chunks of one wave instead,
-// forward and backward, and so are fewer than 8 longer rows in up to 64
-// chunks (262144 elements for one row); shorter rows, batches and devices
-// without the rule keep the workgroup row, more chunks two dispatches.
+// forward and backward; shorter rows, batches of such rows and devices
+// without the rule keep the workgroup row.
 TEST(Plan, SingleRowSpreadsOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     expect_paths(h100, {
@@ -844,18 +843,6 @@ TEST(Plan, SingleRowSpreadsOverOneWave) {
         {1, 28672, Dtype::f32, Path::workgroup_row},   // one workgroup is faster
         {2, 32768, Dtype::f32, Path::workgroup_row},   // two rows a workgroup holds
         {16, 32768, Dtype::f16, Path::workgroup_row},
-        {1, 65536, Dtype::f32, Path::single_pass},     // past a workgroup: 16 chunks of 4096
-        {1, 131072, Dtype::f16, Path::single_pass},
-        {1, 262144, Dtype::bf16, Path::single_pass},   // 64 chunks
-        {1, 262145, Dtype::f32, Path::split},          // 128 chunks: level with two dispatches
-        {1, 524288, Dtype::f16, Path::split},
-        {2, 131072, Dtype::f32, Path::single_pass},    // fewer rows than a batch: 64 chunks
-        {4, 65536, Dtype::f16, Path::single_pass},
-        {3, 131072, Dtype::bf16, Path::split},         // 96 chunks
-        {4, 131072, Dtype::f32, Path::split},
-        {8, 65536, Dtype::f16, Path::single_pass},     // a batch under 6 MiB: 64 held chunks of 8192
-        {8, 100000, Dtype::f32, Path::single_pass},    // 128 held chunks of 6250
-        {32, 65536, Dtype::f16, Path::split},          // 256 chunks of 8192: past a wave
     }, false);
     expect_paths(h100, {
         {1, 32768, Dtype::f32, Path::single_pass},
@@ -876,6 +863,45 @@ TEST(Plan, SingleRowSpreadsOverOneWave) {
     allowed.single_pass = SinglePass::allowed;
     EXPECT_EQ(choose_path(h100, rows_of(1, 32768), allowed), Path::workgroup_row)
         << "allowed takes the path for rows past a workgroup, as before";
+}
+
+// On NVIDIA forward rows past a workgroup row take one dispatch where one
+// wave of held chunks covers them (132 multiprocessors here): chunks of
+// 4096 at 256 x 4 where they fill at most half the wave, else 8192 at 256
+// x 8, else 16384 at 512 x 8 where those fill more than half (16-bit types:
+// in batches of 8 rows or more); at most 64 chunks a row, 32 past half a
+// wave; each chunk the count's share of the row. Past that, two dispatches (or a resident batch of 6 MiB or more);
+// a forced chunk takes the path where it makes one such wave.
+TEST(Plan, ForwardRowsSpreadOverOneWave) {
+    const DeviceInfo h100 = counted_h100();
+    for (const WaveCase& c :
+         {WaveCase{1, 65536, Dtype::f32, 4096, 16, 256, 4}, WaveCase{1, 262144, Dtype::bf16, 4096, 64, 256, 4},
+          WaveCase{2, 131072, Dtype::f16, 4096, 64, 256, 4}, WaveCase{1, 524288, Dtype::f16, 8192, 64, 256, 8},
+          WaveCase{1, 262145, Dtype::f32, 4104, 64, 256, 8}, WaveCase{2, 262144, Dtype::bf16, 8192, 64, 256, 8},
+          WaveCase{3, 131072, Dtype::bf16, 8192, 48, 256, 8}, WaveCase{4, 100000, Dtype::f32, 6256, 64, 256, 8},
+          WaveCase{8, 65536, Dtype::f16, 8192, 64, 256, 8}, WaveCase{4, 262144, Dtype::f32, 8192, 128, 256, 8},
+          WaveCase{16, 65536, Dtype::f32, 8192, 128, 256, 8}, WaveCase{4, 524288, Dtype::f32, 16384, 128, 512, 8},
+          WaveCase{16, 100000, Dtype::f32, 12504, 128, 512, 8}, WaveCase{32, 65536, Dtype::f16, 16384, 128, 512, 8},
+          WaveCase{6, 262144, Dtype::f32, 16384, 96, 512, 8}, WaveCase{12, 100000, Dtype::bf16, 12504, 96, 512, 8}})
+        expect_wave_geometry(h100, c, true, false);
+    expect_paths(h100, {
+        {1, 524289, Dtype::f32, Path::split},    // 128 chunks of 8192, or 64 of 16384 at half a wave
+        {2, 524288, Dtype::f16, Path::split},    // 64 of 8192 a row over a whole wave
+        {1, 1u << 20, Dtype::bf16, Path::split},
+        {4, 1u << 20, Dtype::f32, Path::split},  // 256 workgroups of 16384
+        {40, 65536, Dtype::f16, Path::split},    // 160 workgroups of 16384, 5 MiB
+        {6, 262144, Dtype::f16, Path::split},    // 16-bit: chunks of 16384 for batches only
+        {4, 524288, Dtype::bf16, Path::split},
+        {32, 131072, Dtype::f32, Path::single_pass},  // past a wave, 16 MiB: a resident batch
+    }, false);
+    PlanOptions forced;
+    forced.chunk_elements = 4096;
+    EXPECT_EQ(choose_path(h100, rows_of(8, 65536), forced), Path::single_pass) << "8x65536 in 128 chunks of 4096";
+    EXPECT_EQ(choose_path(h100, rows_of(16, 65536), forced), Path::split) << "16x65536 in 256 chunks of 4096";
+    EXPECT_EQ(choose_path(h200(), rows_of(1, 65536)), Path::split) << "no multiprocessor count";
+    PlanOptions never;
+    never.single_pass = SinglePass::never;
+    EXPECT_EQ(choose_path(h100, rows_of(1, 65536), never), Path::split);
 }
 
 // The backward pass takes the single-pass path on NVIDIA for long rows in
@@ -927,21 +953,21 @@ TEST(Plan, BackwardSinglePassTakesResidentRows) {
 // 4 of 28672), none empty. 16-bit batches of whole chunks of 16384 in one
 // wave hold each in a tile of 1024 x 4 slots (fp32 keeps 256 x 4,
 // re-read). Larger grids and a device that does not count its
-// multiprocessors keep their chunks at 256 x 4; a forward batch under 6
-// MiB takes held chunks of 8192 in one wave (small_held_batch()).
+// multiprocessors keep their chunks at 256 x 4; the forward pass has its
+// own rule for one wave (held_wave_chunk()).
 TEST(Plan, BackwardBatchesFillAWave) {
     const DeviceInfo h100 = counted_h100();
     for (const WaveCase& c :
          {WaveCase{8, 65536, Dtype::f32, 4096, 128, 256, 4}, WaveCase{16, 65536, Dtype::f16, 8192, 128, 256, 8},
           WaveCase{8, 131072, Dtype::bf16, 8192, 128, 256, 8}, WaveCase{8, 50000, Dtype::f32, 3128, 128, 256, 4},
           WaveCase{12, 40000, Dtype::f16, 5000, 96, 256, 8}, WaveCase{16, 100000, Dtype::f16, 12504, 128, 512, 8}})
-        expect_wave_geometry(h100, c, true);
+        expect_wave_geometry(h100, c, true, true);
     // Held at 1024 x 4 (16-bit) or read in tiles of 256 x 4, and larger grids.
     for (const WaveCase& c :
          {WaveCase{16, 131072, Dtype::f16, 16384, 128, 1024, 4}, WaveCase{32, 65536, Dtype::bf16, 16384, 128, 1024, 4},
           WaveCase{8, 262144, Dtype::f16, 16384, 128, 1024, 4}, WaveCase{32, 65536, Dtype::f32, 16384, 128, 256, 4},
           WaveCase{64, 65536, Dtype::f16, 16384, 256, 256, 4}, WaveCase{8, 1u << 20, Dtype::f32, 16384, 512, 256, 4}})
-        expect_wave_geometry(h100, c, c.workgroup_size == 1024);
+        expect_wave_geometry(h100, c, c.workgroup_size == 1024, true);
     PlanOptions forced;
     forced.path = Path::single_pass;
     Problem forward = rows_of(8, 65536);
@@ -949,7 +975,7 @@ TEST(Plan, BackwardBatchesFillAWave) {
     EXPECT_EQ(small.push.chunk, 8192u) << "forward 8x65536, 2 MiB: held chunks";
     EXPECT_EQ(small.key[0].workgroup_size * small.key[0].slots, 2048u) << "forward 8x65536: 256 x 8 slots";
     EXPECT_EQ(plan_geometry(h100, rows_of(16, 131072, Dtype::f16), forced).push.chunk, 16384u)
-        << "forward f16 16x131072, 4 MiB: 256 held chunks would pass a wave";
+        << "forward f16 16x131072: 256 held chunks of 8192 would pass a wave";
     Problem unknown = rows_of(8, 65536);
     unknown.backward = true;
     EXPECT_EQ(plan_geometry(h200(), unknown, forced).push.chunk, 16384u) << "no multiprocessor count";
@@ -969,7 +995,7 @@ TEST(Plan, BackwardRowsFillAWave) {
           WaveCase{4, 524288, Dtype::f16, 16384, 128, 512, 8}, WaveCase{2, 1u << 20, Dtype::f32, 16384, 128, 512, 8},
           WaveCase{3, 300000, Dtype::f32, 9376, 96, 512, 8}, WaveCase{7, 100000, Dtype::f16, 6256, 112, 256, 8},
           WaveCase{6, 262144, Dtype::f16, 16384, 96, 512, 8}})
-        expect_wave_geometry(h100, c, true);
+        expect_wave_geometry(h100, c, true, true);
     expect_paths(h100, {
         {1, 1u << 20, Dtype::f32, Path::split},    // a single row
         {2, 1u << 20, Dtype::bf16, Path::split},   // two rows of 16-bit
@@ -984,8 +1010,8 @@ TEST(Plan, BackwardRowsFillAWave) {
     PlanOptions forced;
     forced.chunk_elements = 4096;
     EXPECT_EQ(choose_path(h100, rows, forced), Path::split) << "4x262144 forced to chunks of 4096: 256 workgroups";
-    Problem forward = rows_of(4, 262144);
-    EXPECT_EQ(choose_path(h100, forward), Path::split) << "the forward pass";
+    EXPECT_EQ(choose_path(h100, rows_of(2, 1u << 20)), Path::split)
+        << "the forward pass of 2x1048576 (64 chunks of 16384 a row over a whole wave)";
     EXPECT_EQ(choose_path(h200(), rows), Path::split) << "no multiprocessor count";
 }
 

@@ -212,7 +212,7 @@ Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions&
     if (!rule.allowed) return Path::split;
     if (rule.resident_batches_only &&
         !(problem.backward ? resident_rows(d, problem, options, l)
-                           : resident_batch(d, problem, options, l) || spread_few_rows(d, problem, options, l)))
+                           : spread_over_a_wave(problem, options, l) || resident_batch(d, problem, options, l)))
         return Path::split;
     return Path::single_pass;
 }

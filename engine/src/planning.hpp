@@ -65,6 +65,6 @@ void fill_chunks(Geometry& g, const Problem& problem, const Limits& l);
 bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
 bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
 bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
-bool spread_few_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
+bool spread_over_a_wave(const Problem& problem, const PlanOptions& options, const Limits& l);
 
 }  // namespace vksoftmax::planning

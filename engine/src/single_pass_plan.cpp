@@ -33,29 +33,13 @@ uint64_t batch_chunks(const Problem& problem, const Limits& l) {
 // 8x65536 (32 workgroups -> 128 in chunks of 4096) 9.64 / 8.86 / 9.49
 // against 7.51 / 7.14 / 7.20; 16x65536 and 8x131072 (64 -> 128, chunks of
 // 8192) 9.62 / 9.31 / 9.83 against 7.71 / 6.83 / 7.02, and 9.79 / 9.29 /
-// 9.90 against 7.57 / 7.67 / 7.86. The forward pass keeps its chunks: it
-// takes a batch in one dispatch only from 6 MiB (resident_batch()), more
-// than half a wave of chunks of 16384, and forced into one wave a forward
-// batch was no faster than two dispatches (f16 16x65536 9.27 against 9.07).
+// 9.90 against 7.57 / 7.67 / 7.86. The forward pass has its own rule for
+// one wave (held_wave_chunk()).
 bool half_wave_batch(const Problem& problem, const Limits& l) {
     const uint64_t rows = problem.shape.rows();
     if (rows < kSinglePassBatchRows) return false;
     const uint64_t whole = floor_pow2(static_cast<uint32_t>(batch_chunks(problem, l)));
     return 2 * rows * whole <= l.multiprocessors;
-}
-
-// A forward batch (kSinglePassBatchRows rows or more) of less than
-// kSinglePassBatchMinBytes whose rows in chunks of kSinglePassSmallBatchChunk,
-// each held in one tile of 256 x 8 slots, make one wave of workgroups.
-// H100 (580.159.04; bench/NOTES.md, v39), us, two dispatches against such
-// chunks, f32 / f16: 8x65536 8.67 / 8.46 against 8.12 / 7.89, 16x65536
-// 9.71 / 8.96 against 8.13 / 8.67, 8x128256 9.67 / 8.92 against 8.73 /
-// 8.78; the batches' own chunks of 16384, re-read in tiles, were 6-18%
-// slower than two dispatches (v38).
-bool small_held_batch(const Problem& problem, const Limits& l) {
-    if (problem.backward || l.multiprocessors == 0 || problem.shape.rows() < kSinglePassBatchRows) return false;
-    const uint64_t bytes = problem.shape.elements() * dtype_size(problem.dtype);
-    return bytes < kSinglePassBatchMinBytes && wave_grid(problem, l, kSinglePassSmallBatchChunk) <= l.multiprocessors;
 }
 
 // Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
@@ -124,6 +108,46 @@ uint32_t wave_workgroup(uint64_t chunk) {
     return static_cast<uint32_t>(std::max<uint64_t>(kSinglePassWorkgroup, chunk / (4 * kSinglePassHeldSlots)));
 }
 
+// The chunk of a forward problem spread over one wave of held chunks, each
+// in one tile of wave_workgroup(): chunks of kSinglePassMinChunk (256 x 4)
+// where their grid fills at most half the multiprocessors, else of
+// kSinglePassHeldChunk (256 x 8) where they fit one wave, else of
+// kSinglePassBatchChunk (512 x 8) where those fill more than half of it,
+// for 16-bit types only in batches; each time at most
+// kSinglePassSpreadMaxChunks a row, half that past half a wave (the
+// partials each lane of the gathering subgroup waits for: a second costs
+// about a round trip, v36). 0 where none fits. H100 (580.159.04;
+// bench/NOTES.md, v40), us, two dispatches against the chunk taken, f32 /
+// f16 / bf16:
+// - 4096: 2x131072 (64 workgroups) 8.44 / 8.23 / 8.35 against 7.65 /
+//   7.41 / 7.47; in a full wave slower than 8192 at half (f16 4x131072
+//   8.18 against 7.72);
+// - 8192: 1x524288 (64) 8.80 / 8.39 / 8.43 against 8.53 / 8.25 / 8.23;
+//   4x131072 8.66 / 8.44 / 8.50 against 8.16 / 7.88 / 7.93; 4x262144
+//   (128) 9.56 / 8.98 / 8.96 against 8.96 / 8.91 / 9.01;
+// - 16384: 16x100000 (128 of 12504) 11.13 / 9.97 / 10.11 against 9.76 /
+//   9.66 / 9.80 (the batch's re-read chunks of 16384: 13.10 in f32);
+//   f32 4x524288 11.95 against 11.13. At half a wave slower than two
+//   dispatches (f32 1x524288 in 32: 8.77 against 9.83), and so are
+//   16-bit rows fewer than a batch (f16 / bf16 6x262144, 96 workgroups,
+//   9.72 / 9.69 against 9.98 / 10.15); so is f16 2x524288 in 64 chunks of
+//   8192 a row over a whole wave (8.92 against 9.16).
+uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
+    if (problem.backward || l.multiprocessors == 0) return 0;
+    const uint64_t rows = problem.shape.rows();
+    const bool few_16bit = problem.dtype != Dtype::f32 && rows < kSinglePassBatchRows;
+    for (const uint64_t chunk : {kSinglePassMinChunk, kSinglePassHeldChunk, kSinglePassBatchChunk}) {
+        const uint64_t grid = wave_grid(problem, l, chunk);
+        const bool half = 2 * grid <= l.multiprocessors;
+        const uint64_t most = half ? kSinglePassSpreadMaxChunks : kSinglePassSpreadMaxChunks / 2;
+        if (grid > l.multiprocessors || grid / rows > most || wave_workgroup(chunk) > l.max_workgroup) continue;
+        if (chunk == kSinglePassMinChunk && !half) continue;
+        if (chunk == kSinglePassBatchChunk && (half || few_16bit)) continue;
+        return chunk;
+    }
+    return 0;
+}
+
 // A 16-bit backward batch of whole chunks of kSinglePassBatchChunk that
 // make more than half a wave and at most one: each chunk held in one tile
 // of kSinglePassHeldBatchWorkgroup x 4 slots rather than read in four
@@ -155,7 +179,8 @@ constexpr uint64_t kSinglePassChunkAlign = 8;
 }  // namespace
 
 // A batch of long rows the single-pass path was measured faster on, where
-// the vendor takes it only for those (SinglePassRule::resident_batches_only):
+// the vendor takes it only for those (SinglePassRule::resident_batches_only)
+// and one wave of held chunks does not cover it (spread_over_a_wave()):
 // enough rows and bytes to fill the GPU, few enough bytes to stay in L2
 // between a chunk's statistic and its re-read, a grid the GPU holds at
 // once, so that no workgroup waits on one that has not started (a grid
@@ -163,14 +188,11 @@ constexpr uint64_t kSinglePassChunkAlign = 8;
 // to at least 3/4 (a power-of-two chunk count can leave chunks empty: f16
 // 32x151936 in 16 chunks of 16384, 10 of them used, was 18% slower than
 // two dispatches; plan_single_pass() now gives such batches fewer, longer
-// chunks, and this guards the rest). bench/NOTES.md, v18 and v20. A
-// smaller batch takes it in held chunks where they make one wave
-// (small_held_batch()).
+// chunks, and this guards the rest). bench/NOTES.md, v18 and v20.
 bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t bytes = problem.shape.elements() * dtype_size(problem.dtype);
     if (problem.shape.rows() < kSinglePassBatchRows || d.multiprocessors == 0) return false;
-    if (bytes < kSinglePassBatchMinBytes) return small_held_batch(problem, l);
-    if (bytes > kSinglePassBatchMaxBytes) return false;
+    if (bytes < kSinglePassBatchMinBytes || bytes > kSinglePassBatchMaxBytes) return false;
     const Geometry g = plan_single_pass(problem, options, l);
     const uint64_t filled = row_window(problem, Path::single_pass, l);
     return g.items <= uint64_t{kSinglePassWorkgroupsPerMultiprocessor} * d.multiprocessors &&
@@ -225,30 +247,23 @@ bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOp
     return rule.allowed && rule.resident_batches_only && plan_single_pass(problem, options, l).items <= d.multiprocessors;
 }
 
-// Fewer rows than a batch, longer than a workgroup row, where the vendor
-// takes the path for resident grids (choose_path() has checked the rule,
-// as for resident_batch()): in one dispatch rather than two,
-// where their chunks make at most kSinglePassSpreadMaxChunks workgroups
-// (then at most one partial for each lane of the gathering subgroup to
-// wait for; a second one a lane costs about a round trip, bench/NOTES.md
-// v36). H100 (580.159.04; v37, v38), us, means of two runs, one dispatch
-// against two:
-// - single rows: f32 1x65536 7.23 against 8.27, 1x131072 7.68 against
-//   8.34, 1x262144 (64 chunks) 7.97 against 8.51; f16 7.12 / 7.32 / 7.67
-//   against 8.12 / 8.17 / 8.26; bf16 7.17 / 7.34 / 7.54 against 8.18 /
-//   8.24 / 8.30; log-softmax alike; 1x393216 and 1x524288 (128 chunks)
-//   level;
-// - a few rows: 2x65536, 2x131072 and 4x65536 (32-64 chunks) 8-13%
-//   faster in every type (f32 4x65536 7.66 against 8.44, f16 7.33 against
-//   8.25, bf16 2x131072 7.26 against 8.34); 4x131072 (128 chunks) f32 7%
-//   faster, 16-bit 2-3%, and 4x262144 (256) f32 5%, 16-bit level.
-// Batches of 8 rows or more of under 6 MiB are slower in one dispatch, in
-// the batches' chunks of 16384 (f16 8x65536 9.81 against 8.39;
-// resident_batch()).
-bool spread_few_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
-    if (problem.shape.rows() >= kSinglePassBatchRows || d.multiprocessors == 0) return false;
-    const uint64_t items = plan_single_pass(problem, options, l).items;
-    return items <= d.multiprocessors && items <= kSinglePassSpreadMaxChunks;
+// Forward rows longer than a workgroup row, where the vendor takes the
+// path for resident grids (choose_path() has checked the rule, as for
+// resident_batch()): in one dispatch rather than two where one wave of
+// held chunks covers them (held_wave_chunk()), or, with a forced chunk,
+// where that chunk makes one wave of at most kSinglePassSpreadMaxChunks a
+// row. H100 (580.159.04; bench/NOTES.md, v37-v40), us, two dispatches
+// against one, f32 / f16 / bf16: 1x131072 8.34 / 8.17 / 8.24 against 7.68
+// / 7.32 / 7.34; 4x65536 8.43 / 8.23 / 8.29 against 7.50 / 7.27 / 7.26;
+// 16x65536 9.68 / 8.94 / 9.06 against 8.18 / 8.70 / 8.63; 32x65536 11.88
+// / 10.43 / 10.34 against 10.36 / 10.06 / 10.04. Batches that one wave
+// does not cover take the path where they stay resident
+// (resident_batch()).
+bool spread_over_a_wave(const Problem& problem, const PlanOptions& options, const Limits& l) {
+    if (problem.backward || l.multiprocessors == 0) return false;
+    if (!options.chunk_elements) return held_wave_chunk(problem, l) != 0;
+    const Geometry g = plan_single_pass(problem, options, l);
+    return g.items <= l.multiprocessors && g.chunks <= kSinglePassSpreadMaxChunks;
 }
 
 // Fewer rows than a batch keep chunks of about kSinglePassMinChunk, and
@@ -261,7 +276,7 @@ bool spread_few_rows(const DeviceInfo& d, const Problem& problem, const PlanOpti
 // chunk of a row's longest window holds elements; a chunk of one tile or
 // less stays in the slots. Rows that fill their chunks keep them, and so
 // do batches (plan_single_pass() sizes them to fill) but those spread
-// over one wave (wave_chunk()), and chunks forced by an option
+// over one wave (wave_chunk(), held_wave_chunk()), and chunks forced by an option
 // (Geometry::chunks_by_row).
 void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
     const uint64_t window = row_window(problem, Path::single_pass, l);
@@ -275,26 +290,22 @@ void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
 // (set_chunks() keeps the count a power of two, at most 32 per invocation).
 // Batches of kSinglePassBatchRows rows or more take chunks of at least
 // kSinglePassBatchChunk, re-read from L2, so that their grid stays small
-// enough to be resident; backward problems of a wave or less hold theirs
-// (wave_chunk(), held_wave_batch()).
+// enough to be resident; problems of one wave hold theirs (wave_chunk()
+// backward, held_wave_chunk() forward; held_wave_batch()).
 Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
     const uint64_t rows = problem.shape.rows();
     const bool batch = rows >= kSinglePassBatchRows, forced = options.chunk_elements != 0;
-    const uint64_t wave = forced ? 0 : wave_chunk(problem, l);
+    const uint64_t wave = forced ? 0 : problem.backward ? wave_chunk(problem, l) : held_wave_chunk(problem, l);
     const bool held_wave = !forced && !wave && held_wave_batch(problem, l);
-    const bool small_batch = !forced && small_held_batch(problem, l);
     const uint32_t workgroup = wave        ? wave_workgroup(wave)
                                : held_wave ? kSinglePassHeldBatchWorkgroup
                                            : kSinglePassWorkgroup;
     g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, workgroup));
-    g.chunks_by_row = !forced && (!batch || wave || small_batch);
+    g.chunks_by_row = !forced && (!batch || wave);
     const uint64_t window = row_window(problem, Path::single_pass, l);
-    const uint64_t least = wave          ? wave
-                           : small_batch ? kSinglePassSmallBatchChunk
-                           : batch       ? kSinglePassBatchChunk
-                                         : kSinglePassMinChunk;
+    const uint64_t least = wave ? wave : batch ? kSinglePassBatchChunk : kSinglePassMinChunk;
     uint64_t want =
         forced ? options.chunk_elements
                : std::max(least,

@@ -45,12 +45,14 @@ constexpr SinglePassVendor kSinglePassVendors[] = {
     // f32 1x32768 7.0 vs 7.7; backward 5.8 vs 7.6), and since the faster
     // gathering of v35 so are fewer rows than a batch in up to 64 chunks
     // against two dispatches (H100, v37, v38: f32 1x131072 7.7 vs 8.3,
-    // 4x65536 7.7 vs 8.4); 128 chunks are level.
+    // 4x65536 7.7 vs 8.4); 128 chunks are level. One wave of held chunks
+    // covers rows and batches alike (H100, v40: f32 16x100000 9.8 vs 11.0,
+    // 4x524288 11.1 vs 12.0).
     {0x10DE, Takes::resident_batches,
-     "NVIDIA: faster than two dispatches on batches of at least 8 long rows of 6 to 32 MiB in all, with a grid of at "
-     "most 4 workgroups per multiprocessor and chunks at least 3/4 full, or under 6 MiB in one wave of held chunks of "
-     "8192 (H100, 580.159.04), than one workgroup on a single row of 30000 elements or more (H200), and than two "
-     "dispatches on fewer than 8 rows in up to 64 chunks (H100); two dispatches elsewhere"},
+     "NVIDIA: faster than two dispatches on rows that one wave of held chunks covers, at most 64 chunks a row "
+     "(H100, 580.159.04), and on other batches of at least 8 long rows of 6 to 32 MiB in all, with a grid of at most "
+     "4 workgroups per multiprocessor and chunks at least 3/4 full (H100), and than one workgroup on a single row of "
+     "30000 elements or more (H200); two dispatches elsewhere"},
     // Metal promises no forward progress between threadgroups; Apple M1 and
     // M3 were shown to lack it (Smith, Levien, Owens, SPAA 2025): partials
     // would often come from the waiting workgroup itself.

@@ -134,9 +134,11 @@ constexpr double kSinglePassWaveLeastFill = 2.0 / 3.0;
 // slot until their patience ran out).
 constexpr uint64_t kSinglePassBatchMinBytes = 6ull << 20;
 constexpr uint64_t kSinglePassBatchMaxBytes = 32ull << 20;
-// A smaller batch takes the path in held chunks of this many elements
-// where they make one wave (small_held_batch(); bench/NOTES.md, v39).
-constexpr uint64_t kSinglePassSmallBatchChunk = 8192;
+// The longest chunk a workgroup of kSinglePassWorkgroup holds in one tile
+// (256 x 8 slots), which forward problems spread over one wave take
+// between chunks of kSinglePassMinChunk and kSinglePassBatchChunk
+// (held_wave_chunk() in single_pass_plan.cpp; bench/NOTES.md, v40).
+constexpr uint64_t kSinglePassHeldChunk = 4ull * kSinglePassWorkgroup * kSinglePassHeldSlots;
 constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup merges
 // Single rows of at least this many elements, which a workgroup holds only
@@ -146,12 +148,13 @@ constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup me
 // (7 chunks used of 8) 5-10% slower, 1x24576 13% slower (bench/NOTES.md,
 // v23).
 constexpr uint64_t kSinglePassSpreadRowMin = 30000;
-// Fewer rows than a batch, past a workgroup row, take the path on NVIDIA
-// where their chunks number at most this (spread_few_rows()): H100, one
-// dispatch against two, f32 / f16 / bf16, 1x40000 to 1x262144 6-14%
-// faster, 2x65536 to 4x65536 8-13%; 128 chunks (1x393216, 1x524288, four
-// for each lane of the gathering subgroup) level, -1% to +3%
-// (bench/NOTES.md, v37 and v38).
+// Forward rows spread over one wave of held chunks (held_wave_chunk() in
+// single_pass_plan.cpp) take at most this many chunks a row, and half as
+// many where the wave is more than half full: each lane of the gathering
+// subgroup (32 lanes) then waits for at most 2 partials, or 1. H100, one
+// dispatch against two: 1x393216 and 1x524288 in 128 chunks of 4096 level
+// (-1% to +3%), 1x524288 in 64 of 8192 4-6% faster; f16 2x524288 in 64 of
+// 8192 a row over a whole wave 3% slower (bench/NOTES.md, v37, v40).
 constexpr uint64_t kSinglePassSpreadMaxChunks = 64;
 // Polling rounds a workgroup waits for its row's partials before computing
 // the missing ones itself (PATIENCE). On a GPU the partials of co-resident

@@ -57,15 +57,16 @@ const char* single_pass_name(SinglePass s);
 // vendor (engine/src/single_pass_rule.cpp).
 struct SinglePassRule {
     bool allowed = false;
-    // The vendor takes the path only for batches that stay resident
-    // (resident_batch() in single_pass_plan.cpp): at least 8 rows, 6 to 32 MiB, a
-    // grid of at most 4 workgroups per multiprocessor, chunks at least 3/4
-    // full, or under 6 MiB in one wave of held chunks (small_held_batch());
-    // the backward pass for grids of one wave, and batches of 8 rows
-    // whose every row's chunks stay resident, whatever their bytes
-    // (resident_rows()); a single row of 30000 elements or more that one
-    // workgroup would hold, spread over a wave (spread_single_row()); and
-    // fewer than 8 longer rows in up to 64 chunks (spread_few_rows()).
+    // The vendor takes the path only for grids that stay resident
+    // (single_pass_plan.cpp): forward rows that one wave of held chunks
+    // covers, at most 64 chunks a row (spread_over_a_wave()), and other
+    // batches of at least 8 rows, 6 to 32 MiB, a grid of at most 4
+    // workgroups per multiprocessor, chunks at least 3/4 full
+    // (resident_batch()); the backward pass for grids of one wave, and
+    // batches of 8 rows whose every row's chunks stay resident, whatever
+    // their bytes (resident_rows()); a single row of 30000 elements or more
+    // that one workgroup would hold, spread over a wave
+    // (spread_single_row()).
     bool resident_batches_only = false;
     std::string reason;
 };
