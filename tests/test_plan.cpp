@@ -917,7 +917,7 @@ TEST(Plan, BackwardSinglePassTakesResidentRows) {
         {1, 131072, Dtype::f32, Path::single_pass},    // one row, 32 chunks
         {1, 262144, Dtype::bf16, Path::single_pass},   // 64 chunks
         {4, 262144, Dtype::f32, Path::single_pass},    // 128 workgroups of 8192 rather than 256 of 4096
-        {2, 1u << 20, Dtype::f16, Path::split},        // 512 workgroups; 2 rows of 16-bit gain nothing in a wave
+        {2, 1u << 20, Dtype::f16, Path::single_pass},  // one wave of 128 chunks of 16384, not 512 of 4096
         {4, 1u << 20, Dtype::f32, Path::split},        // 256 workgroups even at 16384
         {1, 1u << 20, Dtype::f16, Path::split},        // 256 chunks
         {1, 1u << 24, Dtype::f32, Path::split},        // 512 chunks
@@ -982,23 +982,23 @@ TEST(Plan, BackwardBatchesFillAWave) {
 }
 
 // Backward rows fewer than a batch whose chunks of 4096 would pass a wave
-// (two dispatches before), from 2 rows in f32 and 4 in 16-bit types: one
-// wave of chunks of 8192 held at 256 x 8, or of 16384 at 512 x 8, each
-// the count's share of the row, where the wave fills more than 2/3 of
-// the multiprocessors. Single rows, 16-bit pairs, emptier waves and rows
-// whose chunks of 16384 pass a wave keep two dispatches; a forced chunk
-// keeps its own.
+// (two dispatches before), from 2 rows: one wave of chunks of 8192 held
+// at 256 x 8, or of 16384 at 512 x 8, each the count's share of the row,
+// where the wave fills more than 2/3 of the multiprocessors. Single rows,
+// emptier waves and rows whose chunks of 16384 pass a wave keep two
+// dispatches; a forced chunk keeps its own.
 TEST(Plan, BackwardRowsFillAWave) {
     const DeviceInfo h100 = counted_h100();
     for (const WaveCase& c :
          {WaveCase{2, 524288, Dtype::f32, 8192, 128, 256, 8}, WaveCase{4, 262144, Dtype::bf16, 8192, 128, 256, 8},
           WaveCase{4, 524288, Dtype::f16, 16384, 128, 512, 8}, WaveCase{2, 1u << 20, Dtype::f32, 16384, 128, 512, 8},
+          WaveCase{2, 524288, Dtype::f16, 8192, 128, 256, 8}, WaveCase{2, 1u << 20, Dtype::bf16, 16384, 128, 512, 8},
+          WaveCase{3, 262144, Dtype::bf16, 8192, 96, 256, 8},
           WaveCase{3, 300000, Dtype::f32, 9376, 96, 512, 8}, WaveCase{7, 100000, Dtype::f16, 6256, 112, 256, 8},
           WaveCase{6, 262144, Dtype::f16, 16384, 96, 512, 8}})
         expect_wave_geometry(h100, c, true, true);
     expect_paths(h100, {
         {1, 1u << 20, Dtype::f32, Path::split},    // a single row
-        {2, 1u << 20, Dtype::bf16, Path::split},   // two rows of 16-bit
         {3, 1u << 20, Dtype::f16, Path::split},
         {4, 1u << 20, Dtype::f32, Path::split},    // 256 chunks of 16384
         {2, 4u << 20, Dtype::f32, Path::split},

@@ -44,19 +44,21 @@ bool half_wave_batch(const Problem& problem, const Limits& l) {
 
 // Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
 // pass one wave, which the plan gave two dispatches (resident_rows()),
-// from kSinglePassWaveRowsF32 rows in f32 and kSinglePassWaveRows16 in
-// 16-bit types. H200 (580.159.04; bench/NOTES.md, v33), us, two
+// from kSinglePassWaveRows rows. H200 (580.159.04; bench/NOTES.md, v33), us, two
 // dispatches against one wave of held chunks, f32 / f16 / bf16, means of
 // six runs in three calls: 4x262144 (128 chunks of 8192 at 256 x 8) 9.16
 // / 8.08 / 8.29 against 8.14 / 7.61 / 7.77; 4x524288 (128 of 16384 at 512
 // x 8) 12.03 / 9.40 / 9.74 against 10.53 / 9.14 / 9.21; 7x100000 (112 of
 // 6256) 8.61 / 7.74 / 7.92 against 7.48 / 7.36 / 7.46; f32 2x524288 9.12
-// against 8.43. Single rows lose (H100, v32: f32 1x1048576 9.64 against 9.81),
-// and so do two rows of 16-bit (f16 2x1048576 9.83 against 9.88).
+// against 8.43. Single rows lose (H100, v32: f32 1x1048576 9.64 against
+// 9.81). Two and three rows of 16-bit, H100 (v41), two dispatches against
+// the wave, f16 / bf16: 2x524288 (128 of 8192) 8.37 / 8.56 against 7.90 /
+// 8.08; 3x262144 (96) 8.07 / 8.27 against 7.60 / 7.84; 2x1048576 (128 of
+// 16384) 9.78 / 10.12 against 9.24 / 9.29, where an H200 found f16 level
+// (9.83 against 9.88, v33).
 bool few_rows_past_a_wave(const Problem& problem, const Limits& l) {
     const uint64_t rows = problem.shape.rows();
-    const uint64_t least_rows = problem.dtype == Dtype::f32 ? kSinglePassWaveRowsF32 : kSinglePassWaveRows16;
-    return rows >= least_rows && rows < kSinglePassBatchRows &&
+    return rows >= kSinglePassWaveRows && rows < kSinglePassBatchRows &&
            wave_grid(problem, l, kSinglePassMinChunk) > l.multiprocessors;
 }
 

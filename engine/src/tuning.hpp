@@ -117,13 +117,13 @@ constexpr uint32_t kSinglePassHeldBatchWorkgroup = 1024;
 // Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
 // would pass one wave take one wave of longer, held chunks from this many
 // rows (few_rows_past_a_wave() in single_pass_plan.cpp): f32 2x524288 8% and 4x524288
-// 14% faster than two dispatches on an H200, 16-bit 4x262144 6-7%; two
-// rows of 16-bit level or 1% slower (v32, v33). The wave must fill more
-// than this share of the multiprocessors (few_rows_wave_fills(): 5x200000
-// in 80 workgroups of 132 was 1-5% slower than two dispatches, 6x262144 in
-// 96 level or faster; v33).
-constexpr uint64_t kSinglePassWaveRowsF32 = 2;
-constexpr uint64_t kSinglePassWaveRows16 = 4;
+// 14% faster than two dispatches on an H200, 16-bit 4x262144 6-7% (v32,
+// v33); 16-bit rows of 2 and 3 3-8% faster on an H100 (f16 2x524288 8.37
+// against 7.90 us; v41), where two rows of f16 were level on an H200 (v33).
+// The wave must fill more than this share of the multiprocessors
+// (few_rows_wave_fills(): 5x200000 in 80 workgroups of 132 was 1-5% slower
+// than two dispatches, 6x262144 in 96 level or faster; v33).
+constexpr uint64_t kSinglePassWaveRows = 2;
 constexpr double kSinglePassWaveLeastFill = 2.0 / 3.0;
 // Where the automatic rule takes the path on NVIDIA (resident_batch() in
 // single_pass_plan.cpp): 6 to 32 MiB in all (against two dispatches, f16 32x128256,
