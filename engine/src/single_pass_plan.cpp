@@ -44,9 +44,9 @@ bool half_wave_batch(const Problem& problem, const Limits& l) {
 
 // Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
 // pass one wave, which the plan gave two dispatches (resident_rows()),
-// from kSinglePassWaveRows rows. H200 (580.159.04; bench/NOTES.md, v33), us, two
-// dispatches against one wave of held chunks, f32 / f16 / bf16, means of
-// six runs in three calls: 4x262144 (128 chunks of 8192 at 256 x 8) 9.16
+// from kSinglePassWaveRows rows. H200 (580.159.04; bench/NOTES.md, v33),
+// us, two dispatches against one wave of held chunks, f32 / f16 / bf16,
+// means of six runs in three calls: 4x262144 (128 chunks of 8192 at 256 x 8) 9.16
 // / 8.08 / 8.29 against 8.14 / 7.61 / 7.77; 4x524288 (128 of 16384 at 512
 // x 8) 12.03 / 9.40 / 9.74 against 10.53 / 9.14 / 9.21; 7x100000 (112 of
 // 6256) 8.61 / 7.74 / 7.92 against 7.48 / 7.36 / 7.46; f32 2x524288 9.12
@@ -278,8 +278,8 @@ bool spread_over_a_wave(const Problem& problem, const PlanOptions& options, cons
 // chunk of a row's longest window holds elements; a chunk of one tile or
 // less stays in the slots. Rows that fill their chunks keep them, and so
 // do batches (plan_single_pass() sizes them to fill) but those spread
-// over one wave (wave_chunk(), held_wave_chunk()), and chunks forced by an option
-// (Geometry::chunks_by_row).
+// over one wave (wave_chunk(), held_wave_chunk()), and chunks forced by an
+// option (Geometry::chunks_by_row).
 void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
     const uint64_t window = row_window(problem, Path::single_pass, l);
     if (g.chunks_by_row && uint64_t{g.chunks - 1} * g.chunk >= window)
