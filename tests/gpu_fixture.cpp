@@ -94,6 +94,7 @@ Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const Pla
     cpu::softmax(p, xd.data(), out.ref.data(), ref);
     // Round the reference to the output's type: a log-softmax of -FLT_MAX
     // beside FLT_MAX is -6.8e38 in float64 and -inf in fp32, correctly.
+    out.exact = out.ref;
     round_to(p.dtype, out.ref);
     out.acc = compare(p, out.got, out.ref);
     return out;

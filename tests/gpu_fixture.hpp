@@ -36,7 +36,8 @@ uint32_t fresh_seed();
 
 struct Outcome {
     Plan plan;
-    std::vector<double> got, ref;  // GPU output and float64 reference
+    std::vector<double> got, ref;  // GPU output and float64 reference, rounded to the output's type
+    std::vector<double> exact;     // the float64 reference before that rounding
     Accuracy acc;
 };
 

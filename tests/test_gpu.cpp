@@ -220,6 +220,16 @@ std::vector<float> rows_with_non_finite(const Problem& p, uint64_t cols) {
     return x;
 }
 
+// Whether `got` and `rounded` (the reference rounded to bf16) are
+// neighbouring bf16 values with `exact` (the reference) beside the tie
+// between them: within 2^-17 of its magnitude, at most 1/512 of the
+// spacing of bf16 values there and some 100 times fp32's rounding.
+bool beside_tie(double got, double rounded, double exact) {
+    const auto bits = [](double v) { return to_16bit(Dtype::bf16, static_cast<float>(v)); };
+    const int step = static_cast<int>(bits(got)) - static_cast<int>(bits(rounded));
+    return (step == 1 || step == -1) && std::fabs(exact - (got + rounded) / 2) <= std::ldexp(std::fabs(exact), -17);
+}
+
 }  // namespace
 
 // Short rows held one per slot (ShaderKind::rows_per_slot), several to a subgroup, their
@@ -287,8 +297,6 @@ TEST_F(Gpu, RowsOfFewLanes) {
                 }
 }
 
-// The access width the plan picks: 16 bytes wherever rows are contiguous
-// (4097: the body in vectors, head and tail element by element), and never
 // bf16 on every path, at 1-, 4- and 8-element accesses and in windows
 // (rows of 1009), with the values that set it apart from fp16: logits of
 // 1e30 (fp16's range ends at 65504) and 3e38, NaN, +-inf and -inf rows.
@@ -320,17 +328,23 @@ TEST_F(Gpu, Bf16OnEveryPath) {
                 const Bound b = accuracy_bound(p.dtype, p.log);
                 EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(p, o) << ": " << out.acc.describe();
                 // Rounding to nearest even: the output differs from the
-                // correctly rounded reference only where fp32's error tips a
-                // near-tie (truncating would miss about half the elements).
+                // correctly rounded reference only where the exact value
+                // lies within fp32's error of a tie between two bf16 values
+                // (truncating would miss about half the elements). A
+                // log-softmax row whose log-sum lies near a multiple of
+                // 2^-7 puts many outputs there at once (x and m are bf16):
+                // on lavapipe, 9 of 20000 random rows of 1009, up to 49 of
+                // a row's outputs, each one ULP off beside a tie.
                 uint64_t finite = 0, differing = 0;
                 for (size_t i = 0; i < out.got.size(); ++i)
                     if (std::isfinite(out.ref[i])) {
                         ++finite;
-                        differing += out.got[i] != out.ref[i];
+                        differing += out.got[i] != out.ref[i] && !beside_tie(out.got[i], out.ref[i], out.exact[i]);
                     }
                 EXPECT_LE(differing * 100, finite)
                     << describe(p, o) << ": " << differing << " of " << finite
-                    << " finite outputs differ from the reference rounded to bf16 (over 1%: not round to nearest even)";
+                    << " finite outputs away from a tie differ from the reference rounded to bf16 (over 1%: not "
+                       "round to nearest even)";
                 auto bf16 = [](double v) { return from_16bit(Dtype::bf16, to_16bit(Dtype::bf16, static_cast<float>(v))); };
                 const double cold = log ? bf16(-2.0 * bf16(1e30)) : 0.0;  // log: -1e30 - 1e30
                 const double uniform = bf16(log ? -std::log(double(r.cols)) : 1.0 / double(r.cols));
@@ -346,6 +360,8 @@ TEST_F(Gpu, Bf16OnEveryPath) {
     }
 }
 
+// The access width the plan picks: 16 bytes wherever rows are contiguous
+// (4097: the body in vectors, head and tail element by element), and never
 // 8-element fp16 accesses with an odd slot count (they fill slot pairs; the
 // plan rounds its own counts up to even for them: 12888).
 TEST_F(Gpu, PlanPicksAccessWidth) {
