@@ -165,7 +165,8 @@ TEST_F(BackwardTest, ProblemsOfOneWave) {
     for (const Case& c : {Case{8, 65536, Dtype::f32, false}, Case{16, 65536, Dtype::f16, true},
                           Case{8, 50000, Dtype::bf16, false}, Case{12, 40000, Dtype::f16, false},
                           Case{16, 100000, Dtype::f16, false}, Case{2, 524288, Dtype::f32, false},
-                          Case{3, 300000, Dtype::f32, true}, Case{7, 100000, Dtype::bf16, false}}) {
+                          Case{3, 300000, Dtype::f32, true}, Case{7, 100000, Dtype::bf16, false},
+                          Case{2, 524288, Dtype::f16, false}, Case{3, 262144, Dtype::bf16, true}}) {
         const Problem p = backward_problem(c.rows, c.cols, c.dtype, c.log);
         const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p));
         const std::string what = describe(p, {}) + " (" + path_name(o.plan.path) + ", " +
