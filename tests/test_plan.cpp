@@ -725,9 +725,9 @@ void expect_wave_geometry(const DeviceInfo& d, const WaveCase& c, bool held, boo
     Problem p = rows_of(c.rows, c.cols, c.dtype);
     p.backward = backward;
     const Plan plan = plan_geometry(d, p);
-    const std::string what = (backward ? "backward " : "forward ") + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
-                             dtype_name(c.dtype) + ": " + path_name(plan.path) + ", " + std::to_string(plan.groups) +
-                             " workgroups of " + std::to_string(plan.key[0].workgroup_size) + " x " +
+    const std::string what = (backward ? "backward " : "forward ") + std::to_string(c.rows) + "x" +
+                             std::to_string(c.cols) + " " + dtype_name(c.dtype) + ": " + path_name(plan.path) + ", " +
+                             std::to_string(plan.groups) + " workgroups of " + std::to_string(plan.key[0].workgroup_size) + " x " +
                              std::to_string(plan.key[0].slots) + ", chunks of " + std::to_string(plan.push.chunk);
     ASSERT_EQ(plan.path, Path::single_pass) << what;
     EXPECT_EQ(plan.push.chunk, c.chunk) << what;
@@ -870,8 +870,9 @@ TEST(Plan, SingleRowSpreadsOverOneWave) {
 // 4096 at 256 x 4 where they fill at most half the wave, else 8192 at 256
 // x 8, else 16384 at 512 x 8 where those fill more than half (16-bit types:
 // in batches of 8 rows or more); at most 64 chunks a row, 32 past half a
-// wave; each chunk the count's share of the row. Past that, two dispatches (or a resident batch of 6 MiB or more);
-// a forced chunk takes the path where it makes one such wave.
+// wave; each chunk the count's share of the row. Past that, two
+// dispatches (or a resident batch of 6 MiB or more); a forced chunk takes
+// the path where it makes one such wave.
 TEST(Plan, ForwardRowsSpreadOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     for (const WaveCase& c :

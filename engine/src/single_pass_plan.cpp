@@ -46,11 +46,11 @@ bool half_wave_batch(const Problem& problem, const Limits& l) {
 // pass one wave, which the plan gave two dispatches (resident_rows()),
 // from kSinglePassWaveRows rows. H200 (580.159.04; bench/NOTES.md, v33),
 // us, two dispatches against one wave of held chunks, f32 / f16 / bf16,
-// means of six runs in three calls: 4x262144 (128 chunks of 8192 at 256 x 8) 9.16
-// / 8.08 / 8.29 against 8.14 / 7.61 / 7.77; 4x524288 (128 of 16384 at 512
-// x 8) 12.03 / 9.40 / 9.74 against 10.53 / 9.14 / 9.21; 7x100000 (112 of
-// 6256) 8.61 / 7.74 / 7.92 against 7.48 / 7.36 / 7.46; f32 2x524288 9.12
-// against 8.43. Single rows lose (H100, v32: f32 1x1048576 9.64 against
+// means of six runs in three calls: 4x262144 (128 chunks of 8192 at 256 x
+// 8) 9.16 / 8.08 / 8.29 against 8.14 / 7.61 / 7.77; 4x524288 (128 of 16384
+// at 512 x 8) 12.03 / 9.40 / 9.74 against 10.53 / 9.14 / 9.21; 7x100000
+// (112 of 6256) 8.61 / 7.74 / 7.92 against 7.48 / 7.36 / 7.46; f32
+// 2x524288 9.12 against 8.43. Single rows lose (H100, v32: f32 1x1048576 9.64 against
 // 9.81). Two and three rows of 16-bit, H100 (v41), two dispatches against
 // the wave, f16 / bf16: 2x524288 (128 of 8192) 8.37 / 8.56 against 7.90 /
 // 8.08; 3x262144 (96) 8.07 / 8.27 against 7.60 / 7.84; 2x1048576 (128 of
@@ -193,8 +193,9 @@ constexpr uint64_t kSinglePassChunkAlign = 8;
 // chunks, and this guards the rest). bench/NOTES.md, v18 and v20.
 bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t bytes = problem.shape.elements() * dtype_size(problem.dtype);
-    if (problem.shape.rows() < kSinglePassBatchRows || d.multiprocessors == 0) return false;
-    if (bytes < kSinglePassBatchMinBytes || bytes > kSinglePassBatchMaxBytes) return false;
+    if (problem.shape.rows() < kSinglePassBatchRows || bytes < kSinglePassBatchMinBytes ||
+        bytes > kSinglePassBatchMaxBytes || d.multiprocessors == 0)
+        return false;
     const Geometry g = plan_single_pass(problem, options, l);
     const uint64_t filled = row_window(problem, Path::single_pass, l);
     return g.items <= uint64_t{kSinglePassWorkgroupsPerMultiprocessor} * d.multiprocessors &&
