@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_control_flow_attributes : require
 #pragma use_vulkan_memory_model
 // KIND_SINGLE_PASS: softmax of long rows in one dispatch. A row is cut into
 // `chunks` chunks, one workgroup each (work item w: chunk w % chunks of row
@@ -52,6 +53,23 @@
 
 #include "softmax_tiles.glsl"
 
+// Whether the plan's chunks are one tile each, held in the slots from
+// their statistic to their write (else re-read tile by tile): a constant,
+// so that each pipeline carries the code and registers of one form only
+// (the held form's exps, kept in the slots, cost the re-read batches 1-2%
+// where both forms were compiled in: bench/NOTES.md, v42). The shader
+// still checks the push constants, so a chunk longer than a tile is right
+// either way.
+layout(constant_id = 20) const bool HELD_CHUNKS = true;
+// Partials a lane of the gathering invocations loads at once in each
+// polling round (gather_row()): its count of the row's chunks, at most 4.
+// Loaded as they are merged, each waits on the merge before it (whether to
+// go on is decided by the words loaded), and every partial a lane gathers
+// past the first cost about a round trip (v36); loaded together they cost
+// one, but their registers are live beside the held slots, which slowed
+// rows of one partial a lane (v42).
+layout(constant_id = 21) const uint GATHER_AHEAD = 1;
+
 // What a partial is, how partials merge, and how a chunk is written, for
 // each pass.
 #ifdef BACKWARD
@@ -79,8 +97,27 @@ void write_chunk(Span chunk, uint begin, uint tile, uint lanes, uint lane, VksmS
     span_write_gradient(chunk, begin, tile, lanes, lane, s.d);
 }
 #else
+// A chunk of one tile leaves exp((x - m) / T) in the slots, m the lane's
+// own max (held_exp_max), so that its write, once the row's statistic is
+// known, scales them by exp((m - the row's max) / T) instead of taking
+// an exp per element: a single row's time is the chain of steps one
+// workgroup takes, and that exp is on it (bench/NOTES.md, v42). The two
+// exps' arguments add up to the one they replace, so their errors add to
+// 6 + 2|t| ULP against one exp's 3 + 2|t|, within the bound
+// (tests/TOLERANCES.md).
+float held_exp_max;
 VksmStat chunk_stat(Span chunk, uint begin, uint tile, uint lanes, uint lane) {
-    return span_stat(chunk, begin, tile, lanes, lane);
+    if (!HELD_CHUNKS || pc.chunk > tile || LOG) return span_stat(chunk, begin, tile, lanes, lane);
+    load_tile(chunk, begin, lanes, lane);
+    VksmStat s = lane_max_and_flags(0u, SLOTS);
+    for (uint j = 0u; j < SLOTS; ++j)
+        for (uint c = 0u; c < 4u; ++c) {
+            float e = vksm_element_exp(slots[j][c] - s.m);
+            s.d += e;
+            slots[j][c] = e;
+        }
+    held_exp_max = s.m;
+    return group_stat(s);
 }
 VksmStat partial_empty() { return vksm_stat_empty(); }
 VksmStat partial_merge(VksmStat a, VksmStat b) { return vksm_stat_merge(a, b); }
@@ -91,7 +128,14 @@ VksmStat subgroup_partial(VksmStat s) { return vksm_subgroup_stat(s); }
 // The row's statistic with its sink; chunk 0 stores its log-sum-exp.
 VksmStat complete_row(uint r, VksmStat s, bool writer) { return FINISH_ROW(r, s, writer); }
 void write_held_chunk(Span chunk, uint begin, uint lanes, uint lane, VksmStat s) {
-    write_tile(chunk, begin, lanes, lane, s, false);
+    if (LOG) {
+        write_tile(chunk, begin, lanes, lane, s, false);
+        return;
+    }
+    // 0 where the lane holds no finite element (its exps are 0 then too).
+    float scale = vksm_scaled_exp(held_exp_max - s.m);
+    for (uint j = 0u; j < SLOTS; ++j) slots[j] *= scale;
+    write_tile(chunk, begin, lanes, lane, s, true);
 }
 void write_chunk(Span chunk, uint begin, uint tile, uint lanes, uint lane, VksmStat s) {
     span_write(chunk, begin, tile, lanes, lane, s);
@@ -152,14 +196,21 @@ void clear_next(uint item, uint generation) {
     for (uint k = 0u; k < 3u; ++k) store_word(partial_word(item, generation + 1u, k), 0u);
 }
 
-// Whether item's partial is published in this call, and if so the
-// partial: its three words loaded together.
+// The three words of item's partial, loaded together.
+uvec3 partial_words(uint item, uint generation) {
+    return uvec3(load_word(partial_word(item, generation, 0u)), load_word(partial_word(item, generation, 1u)),
+                 load_word(partial_word(item, generation, 2u)));
+}
+
+// Whether the words are a partial published in this call, and if so the
+// partial.
+bool published_words(uvec3 w, out VksmStat s) {
+    s = VksmStat(uintBitsToFloat(~w.x), uintBitsToFloat(~w.y), w.z & ~PUBLISHED);
+    return w.x != 0u && w.y != 0u && w.z != 0u;
+}
+
 bool published(uint item, uint generation, out VksmStat s) {
-    uint m = load_word(partial_word(item, generation, 0u));
-    uint d = load_word(partial_word(item, generation, 1u));
-    uint f = load_word(partial_word(item, generation, 2u));
-    s = VksmStat(uintBitsToFloat(~m), uintBitsToFloat(~d), f & ~PUBLISHED);
-    return m != 0u && d != 0u && f != 0u;
+    return published_words(partial_words(item, generation), s);
 }
 
 // Whether any invocation passes `v` in polling round `round`: a
@@ -223,7 +274,21 @@ VksmStat gather_row(uint r, uint generation, uint own, VksmStat own_stat, uint t
     uint pending = 0u;
     for (uint k = 0u; gather_lane + k * gather_lanes < pc.chunks; ++k) pending |= 1u << k;
     for (uint round = 0u;; ++round) {
-        for (uint k = 0u; k < 32u; ++k) {
+        // The first GATHER_AHEAD pending partials' words, all loaded before
+        // any is merged.
+        uvec3 ahead[GATHER_AHEAD];
+        [[unroll]] for (uint k = 0u; k < GATHER_AHEAD; ++k) {
+            uint c = gather_lane + k * gather_lanes;
+            if ((pending & (1u << k)) != 0u && c != own) ahead[k] = partial_words(r * pc.chunks + c, generation);
+        }
+        [[unroll]] for (uint k = 0u; k < GATHER_AHEAD; ++k) {
+            if ((pending & (1u << k)) == 0u) continue;
+            VksmStat p = own_stat;
+            if (gather_lane + k * gather_lanes != own && !published_words(ahead[k], p)) continue;
+            acc = partial_merge(acc, p);
+            pending &= ~(1u << k);
+        }
+        for (uint k = GATHER_AHEAD; k < 32u; ++k) {
             if ((pending & (1u << k)) == 0u) continue;
             uint c = gather_lane + k * gather_lanes;
             VksmStat p = own_stat;
@@ -268,7 +333,7 @@ void main() MAIN_ATTRIBUTES {
     uint items = pc.rows * pc.chunks;
     // A chunk of one tile or less stays in the slots from its statistic to
     // its write.
-    bool held = pc.chunk <= tile;
+    bool held = HELD_CHUNKS && pc.chunk <= tile;
     for (uint item = gl_WorkGroupID.x; item < items; item += gl_NumWorkGroups.x) {
         uint r = item / pc.chunks, c = item - r * pc.chunks;
         Span chunk = chunk_span(r, c);

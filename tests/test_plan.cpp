@@ -1117,3 +1117,43 @@ TEST(Plan, SinglePassChunks) {
     // The split path's plans need no zeroed workspace.
     EXPECT_FALSE(plan_geometry(without_memory_model(), rows_of(1, 1u << 24)).workspace_zeroed);
 }
+
+// A single-pass pipeline is specialized for its plan's chunks: held in one
+// tile each (HELD_CHUNKS) or re-read, and the partials a gathering lane
+// loads at once (GATHER_AHEAD): its count of the row's chunks, 1 to 4
+// (subgroup 0's lanes gather rows of up to 32 chunks a lane, the whole
+// workgroup longer ones, and every lane without subgroup arithmetic).
+TEST(Plan, SinglePassPipelineFitsItsChunks) {
+    const DeviceInfo h100 = counted_h100();
+    struct Case {
+        uint64_t rows, cols;
+        uint32_t chunk_option;  // 0: the plan's chunks
+        bool subgroups;
+        bool held;
+        uint32_t ahead;
+    };
+    for (const Case& c : {Case{1, 131072, 0, true, true, 1},       // 32 chunks of 4096 at 256 x 4
+                          Case{1, 262144, 0, true, true, 2},       // 64 of 4096
+                          Case{1, 524288, 0, true, true, 2},       // 64 of 8192 at 256 x 8
+                          Case{16, 524288, 0, true, false, 1},     // a resident batch: 32 of 16384 re-read
+                          Case{1, 524288, 4096, true, true, 4},    // 128 chunks forced
+                          Case{1, 1u << 22, 4096, true, true, 4},  // 1024 chunks: 32 a lane, 4 at once
+                          Case{1, 524288, 4096, false, true, 1}}) {  // the workgroup's 256 lanes gather
+        PlanOptions options;
+        options.path = Path::single_pass;
+        options.chunk_elements = c.chunk_option;
+        const Plan plan = plan_geometry(c.subgroups ? h100 : without_subgroups(), rows_of(c.rows, c.cols), options);
+        const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.cols) +
+                                 (c.chunk_option ? " in chunks of " + std::to_string(c.chunk_option) : "") +
+                                 (c.subgroups ? "" : " without subgroup arithmetic") + ": " +
+                                 std::to_string(plan.push.chunks) + " chunks of " + std::to_string(plan.push.chunk) +
+                                 " at " + std::to_string(plan.key[0].workgroup_size) + " x " +
+                                 std::to_string(plan.key[0].slots) + ", pipeline " + plan.key[0].id();
+        ASSERT_EQ(plan.path, Path::single_pass) << what;
+        EXPECT_EQ(plan.key[0].held_chunks, c.held) << what;
+        EXPECT_EQ(plan.key[0].gather_ahead, c.ahead) << what;
+    }
+    const Plan rows = plan_geometry(h100, rows_of(1, 4096));
+    EXPECT_FALSE(rows.key[0].held_chunks) << "a row path: " << rows.key[0].id();
+    EXPECT_EQ(rows.key[0].gather_ahead, 1u) << "a row path: " << rows.key[0].id();
+}

@@ -27,7 +27,9 @@ std::string PipelineKey::id() const {
            "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (odd_rows ? "/odd" : "") + (log ? "/log" : "") + (log_overflow_guard ? "/guard" : "") +
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/" + kind_name(kind) +
            (row_lanes ? "/lanes" + std::to_string(row_lanes) : "") +
-           (kind == ShaderKind::single_pass ? "/patience" + std::to_string(patience) : "") + "/req" + std::to_string(required_subgroup_size) +
+           (kind == ShaderKind::single_pass ? "/patience" + std::to_string(patience) + (held_chunks ? "/held" : "") +
+                                                 "/ahead" + std::to_string(gather_ahead)
+                                           : "") + "/req" + std::to_string(required_subgroup_size) +
            (attention ? "/attention/mask" + std::to_string(mask) + (causal ? "/causal" : "") + (sinks ? "/sinks" : "") +
                             (lse ? "/lse" : "") + (alibi ? "/alibi" : "") + (mask_per_head ? "/per-head" : "") +
                             (scale_in_exp ? "/scale-in-exp" : "") + (query_major ? "/query-major" : "") +
@@ -127,21 +129,22 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
     // constant_id 0..9, 16 and 17 of softmax_common.glsl, 10..15, 18 and 19
-    // of softmax_attention.glsl (12, SINKS, of softmax_backward.glsl too);
-    // booleans are 32-bit.
-    const std::array<uint32_t, 20> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
+    // of softmax_attention.glsl (12, SINKS, of softmax_backward.glsl too),
+    // 20 and 21 of softmax_single_pass.comp; booleans are 32-bit.
+    const std::array<uint32_t, 22> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                              key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
                                              static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u,
                                              key_.patience, key_.mask, key_.causal ? 1u : 0u, key_.sinks ? 1u : 0u,
                                              key_.lse ? 1u : 0u, key_.alibi ? 1u : 0u,
                                              key_.mask_per_head ? 1u : 0u, key_.log_overflow_guard ? 1u : 0u,
                                              key_.scale_in_exp ? 1u : 0u, key_.query_major ? 1u : 0u,
-                                             key_.query_block_shift};
-    std::array<VkSpecializationMapEntry, 20> entries{};
+                                             key_.query_block_shift, key_.held_chunks ? 1u : 0u,
+                                             key_.gather_ahead};
+    std::array<VkSpecializationMapEntry, 22> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares only constant_id 0. ROW_LANES (7) is declared by
-    // the shuffle modules alone, PATIENCE (9) by the single-pass ones, 10..15,
-    // 18 and 19 by the attention ones: an
+    // the shuffle modules alone, PATIENCE (9), 20 and 21 by the single-pass
+    // ones, 10..15, 18 and 19 by the attention ones: an
     // entry for an id a module does not declare is ignored (Vulkan's
     // VkSpecializationInfo).
     const uint32_t count = key_.copy ? 1u : static_cast<uint32_t>(entries.size());

@@ -623,6 +623,10 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
                    : options.single_pass_patience          ? options.single_pass_patience
                    : d.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? kSinglePassPatienceCpu
                                                            : kSinglePassPatience;
+    if (path == Path::single_pass) {
+        key.held_chunks = holds_chunks(g);
+        key.gather_ahead = gather_ahead(g, l);
+    }
     key.workgroup_size = g.workgroup_size;
     key.slots = g.slots;
     // The forward's attention layout, checked once (Error(invalid_argument)

@@ -66,5 +66,9 @@ bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptio
 bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
 bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
 bool spread_over_a_wave(const Problem& problem, const PlanOptions& options, const Limits& l);
+// Whether a single-pass geometry holds each chunk in one tile (HELD_CHUNKS),
+// and how many partials a gathering lane loads at once (GATHER_AHEAD).
+bool holds_chunks(const Geometry& g);
+uint32_t gather_ahead(const Geometry& g, const Limits& l);
 
 }  // namespace vksoftmax::planning

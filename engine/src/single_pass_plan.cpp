@@ -333,4 +333,15 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     return g;
 }
 
+bool holds_chunks(const Geometry& g) { return g.chunk <= 4ull * g.slots * g.workgroup_size; }
+
+// A lane's count of its row's partials: subgroup 0 gathers rows of up to
+// 32 chunks a lane of it, the whole workgroup longer ones (gather_row() in
+// softmax_single_pass.comp; without subgroup arithmetic, always the
+// workgroup).
+uint32_t gather_ahead(const Geometry& g, const Limits& l) {
+    const uint64_t lanes = l.subgroup_reduction && g.chunks <= 32ull * l.subgroup_size ? l.subgroup_size : g.workgroup_size;
+    return static_cast<uint32_t>(std::clamp<uint64_t>(div_up(g.chunks, lanes), 1, kSinglePassGatherAhead));
+}
+
 }  // namespace vksoftmax::planning

@@ -156,6 +156,9 @@ constexpr uint64_t kSinglePassSpreadRowMin = 30000;
 // (-1% to +3%), 1x524288 in 64 of 8192 4-6% faster; f16 2x524288 in 64 of
 // 8192 a row over a whole wave 3% slower (bench/NOTES.md, v37, v40).
 constexpr uint64_t kSinglePassSpreadMaxChunks = 64;
+// The most partials a lane gathering a single-pass row loads at once in a
+// polling round (GATHER_AHEAD; gather_ahead() in single_pass_plan.cpp).
+constexpr uint32_t kSinglePassGatherAhead = 4;
 // Polling rounds a workgroup waits for its row's partials before computing
 // the missing ones itself (PATIENCE). On a GPU the partials of co-resident
 // workgroups arrive within a few rounds; a round is at least a device-scope
