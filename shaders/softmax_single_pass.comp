@@ -275,20 +275,24 @@ VksmStat gather_row(uint r, uint generation, uint own, VksmStat own_stat, uint t
     for (uint k = 0u; gather_lane + k * gather_lanes < pc.chunks; ++k) pending |= 1u << k;
     for (uint round = 0u;; ++round) {
         // The first GATHER_AHEAD pending partials' words, all loaded before
-        // any is merged.
-        uvec3 ahead[GATHER_AHEAD];
-        [[unroll]] for (uint k = 0u; k < GATHER_AHEAD; ++k) {
-            uint c = gather_lane + k * gather_lanes;
-            if ((pending & (1u << k)) != 0u && c != own) ahead[k] = partial_words(r * pc.chunks + c, generation);
+        // any is merged; at 1, the loop below alone, as the module was
+        // before GATHER_AHEAD (the same steps in another shape slowed the
+        // backward f16 16x100000 by 12%: v42).
+        if (GATHER_AHEAD > 1u) {
+            uvec3 ahead[GATHER_AHEAD];
+            [[unroll]] for (uint k = 0u; k < GATHER_AHEAD; ++k) {
+                uint c = gather_lane + k * gather_lanes;
+                if ((pending & (1u << k)) != 0u && c != own) ahead[k] = partial_words(r * pc.chunks + c, generation);
+            }
+            [[unroll]] for (uint k = 0u; k < GATHER_AHEAD; ++k) {
+                if ((pending & (1u << k)) == 0u) continue;
+                VksmStat p = own_stat;
+                if (gather_lane + k * gather_lanes != own && !published_words(ahead[k], p)) continue;
+                acc = partial_merge(acc, p);
+                pending &= ~(1u << k);
+            }
         }
-        [[unroll]] for (uint k = 0u; k < GATHER_AHEAD; ++k) {
-            if ((pending & (1u << k)) == 0u) continue;
-            VksmStat p = own_stat;
-            if (gather_lane + k * gather_lanes != own && !published_words(ahead[k], p)) continue;
-            acc = partial_merge(acc, p);
-            pending &= ~(1u << k);
-        }
-        for (uint k = GATHER_AHEAD; k < 32u; ++k) {
+        for (uint k = GATHER_AHEAD > 1u ? GATHER_AHEAD : 0u; k < 32u; ++k) {
             if ((pending & (1u << k)) == 0u) continue;
             uint c = gather_lane + k * gather_lanes;
             VksmStat p = own_stat;
