@@ -2,6 +2,7 @@
 // copy ceiling; table on stdout, progress on stderr, JSON/CSV/plot on request.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -171,6 +172,9 @@ struct Measured {
     std::vector<bench::Row> rows;
 };
 
+// The floor's least warm-up, in ms (measure_all()).
+constexpr double kFloorWarmupMs = 1000;
+
 // The floor and the copy ceiling over the largest case, then every case,
 // verified and timed, each beside a copy of its own byte count.
 Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const bench::Options& o, bool fresh_buffers,
@@ -185,7 +189,14 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
     m.ceiling_bytes = std::max<uint64_t>(o.backward ? tensor_bytes / 32 * 48 + 16 : tensor_bytes, 1 << 20);
     std::unique_ptr<bench::Buffers> buffers;
     if (!fresh_buffers) buffers = std::make_unique<bench::Buffers>(ctx, m.ceiling_bytes, workspace_bytes);
-    m.floor = bench::measure_floor(ctx, o, buffers.get());
+    // The floor comes first in the process, from an idle GPU whose clocks
+    // are down, and a one-workgroup dispatch raises them slowly: under a
+    // shorter warm-up it read 3.9-7.6 us where it is 2.5 (H100,
+    // bench/NOTES.md, v42). So it warms for at least a second, whatever the
+    // cases' warm-up.
+    bench::Options floor_options = o;
+    floor_options.warmup_ms = std::max(o.warmup_ms, kFloorWarmupMs);
+    m.floor = bench::measure_floor(ctx, floor_options, buffers.get());
     if (dependencies)
         for (bench::Dependency d : bench::all_dependencies())
             if (bench::can_record(ctx, d)) m.floor_by_dependency.emplace_back(d, bench::measure_floor(ctx, o, buffers.get(), d));

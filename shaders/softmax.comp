@@ -35,13 +35,7 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
         SINK_INTO_MAX(ROW_IN_ORDER(min(r0 + j, pc.rows - 1u)), s[j].m, s[j].f);
     }
     for (uint j = 0u; j < SLOTS; ++j) {
-        float d = 0.0;
-        for (uint c = 0u; c < 4u; ++c) {
-            float e = vksm_element_exp(slots[j][c] - s[j].m);
-            d += e;
-            if (!LOG) slots[j][c] = e;
-        }
-        s[j].d = slot_row_add(d);
+        s[j].d = slot_row_add(add_slot_exps(0.0, j, s[j].m, !LOG));
         ADD_SINK(ROW_IN_ORDER(min(r0 + j, pc.rows - 1u)), s[j].m, s[j].d);
     }
     for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j) {
@@ -106,12 +100,7 @@ void main() MAIN_ATTRIBUTES {
                 group_max_or(m, f);
                 SINK_INTO_MAX(r, m, f);
                 float d = 0.0;
-                for (uint j = 0u; j < SLOTS; ++j)
-                    for (uint c = 0u; c < 4u; ++c) {
-                        float e = vksm_element_exp(slots[j][c] - m);
-                        d += e;
-                        if (!LOG) slots[j][c] = e;
-                    }
+                for (uint j = 0u; j < SLOTS; ++j) d = add_slot_exps(d, j, m, !LOG);
                 d = group_add(d);
                 ADD_SINK(r, m, d);
                 STORE_LSE(r, VksmStat(m, d, f), lane == 0u);

@@ -110,12 +110,7 @@ VksmStat chunk_stat(Span chunk, uint begin, uint tile, uint lanes, uint lane) {
     if (!HELD_CHUNKS || pc.chunk > tile || LOG) return span_stat(chunk, begin, tile, lanes, lane);
     load_tile(chunk, begin, lanes, lane);
     VksmStat s = lane_max_and_flags(0u, SLOTS);
-    for (uint j = 0u; j < SLOTS; ++j)
-        for (uint c = 0u; c < 4u; ++c) {
-            float e = vksm_element_exp(slots[j][c] - s.m);
-            s.d += e;
-            slots[j][c] = e;
-        }
+    for (uint j = 0u; j < SLOTS; ++j) s.d = add_slot_exps(s.d, j, s.m, true);
     held_exp_max = s.m;
     return group_stat(s);
 }

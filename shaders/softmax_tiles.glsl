@@ -147,11 +147,25 @@ VksmStat lane_max_and_flags(uint j0, uint j1) {
     return VksmStat(m, 0.0, VKSM_F_FINITE);
 }
 
+// d plus exp((x - m) / T) of slot j's four elements, added in order (-inf
+// gives exactly 0), each exp left in its slot where `keep`: a row or chunk
+// held in the slots then writes its outputs by one multiply each instead of
+// a second exp. One slot per call: a form over a range of slots, called
+// with [j, j + 1) by KIND_ROWS_PER_SLOT, gave the rows of slot 0
+// non-finite outputs on lavapipe (Mesa 22.3.6).
+float add_slot_exps(float d, uint j, float m, bool keep) {
+    for (uint c = 0u; c < 4u; ++c) {
+        float e = vksm_element_exp(slots[j][c] - m);
+        d += e;
+        if (keep) slots[j][c] = e;
+    }
+    return d;
+}
+
 // This lane's statistic of the tile held in its slots.
 VksmStat lane_tile_statistic() {
     VksmStat s = lane_max_and_flags(0u, SLOTS);
-    for (uint j = 0u; j < SLOTS; ++j)
-        for (uint c = 0u; c < 4u; ++c) s.d += vksm_element_exp(slots[j][c] - s.m);
+    for (uint j = 0u; j < SLOTS; ++j) s.d = add_slot_exps(s.d, j, s.m, false);
     return s;
 }
 
