@@ -48,58 +48,78 @@ void Context::create_messenger() {
 
 // The logical device with one compute queue and what the plan uses of the
 // device's features.
-void Context::create_device(const ContextOptions& options) {
-    std::vector<const char*> extensions = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
-    bool v13 = info_.api_version >= VK_API_VERSION_1_3;
-    if (info_.subgroup_size_control && !v13) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-    capture_statistics_ = options.capture_statistics && info_.pipeline_statistics;
-    if (capture_statistics_) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
-    if (info_.subgroup_uniform_control_flow)
-        extensions.push_back(VK_KHR_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_EXTENSION_NAME);
+namespace {
 
-    VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-    VkPhysicalDeviceSubgroupSizeControlFeatures sgcf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
-    s16.storageBuffer16BitAccess = info_.storage_16bit;
-    feats.pNext = &s16;
-    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexe{
+// The extensions and features a device created by vksoftmax gets, each
+// where the device offers it, chained for vkCreateDevice (the chain points
+// into the object, which therefore stays where it is made).
+struct EnabledFeatures {
+    std::vector<const char*> extensions = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    VkPhysicalDevice16BitStorageFeatures storage_16bit{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceSubgroupSizeControlFeatures size_control{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_properties{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-    void** next = &s16.pNext;
-    if (info_.subgroup_size_control) {
-        sgcf.subgroupSizeControl = VK_TRUE;
-        sgcf.computeFullSubgroups = info_.compute_full_subgroups;
-        *next = &sgcf;
-        next = &sgcf.pNext;
-    }
-    if (capture_statistics_) {
-        pexe.pipelineExecutableInfo = VK_TRUE;
-        *next = &pexe;
-        next = &pexe.pNext;
-    }
-    VkPhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR ucf{
+    VkPhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR uniform_control_flow{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_FEATURES_KHR};
-    if (info_.subgroup_uniform_control_flow) {
-        ucf.shaderSubgroupUniformControlFlow = VK_TRUE;
-        *next = &ucf;
-        next = &ucf.pNext;
+    VkPhysicalDeviceSynchronization2Features synchronization2{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES};
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+
+    EnabledFeatures(const DeviceInfo& info, bool capture_statistics) {
+        const bool v13 = info.api_version >= VK_API_VERSION_1_3;
+        storage_16bit.storageBuffer16BitAccess = info.storage_16bit;
+        features.pNext = &storage_16bit;
+        next_ = &storage_16bit.pNext;
+        if (info.subgroup_size_control) {
+            if (!v13) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+            size_control.subgroupSizeControl = VK_TRUE;
+            size_control.computeFullSubgroups = info.compute_full_subgroups;
+            chain(&size_control, &size_control.pNext);
+        }
+        if (capture_statistics) {
+            extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+            executable_properties.pipelineExecutableInfo = VK_TRUE;
+            chain(&executable_properties, &executable_properties.pNext);
+        }
+        if (info.subgroup_uniform_control_flow) {
+            extensions.push_back(VK_KHR_SHADER_SUBGROUP_UNIFORM_CONTROL_FLOW_EXTENSION_NAME);
+            uniform_control_flow.shaderSubgroupUniformControlFlow = VK_TRUE;
+            chain(&uniform_control_flow, &uniform_control_flow.pNext);
+        }
+        // Not used by recording (record() keeps vkCmdPipelineBarrier, which
+        // every host has); enabled so that the bench can time its barriers
+        // against the ones it records (bench/NOTES.md).
+        if (info.synchronization2) {
+            synchronization2.synchronization2 = VK_TRUE;
+            chain(&synchronization2, &synchronization2.pNext);
+        }
+        // The single-pass path's workgroups hand each other partials.
+        if (info.memory_model) {
+            if (info.api_version < VK_API_VERSION_1_2) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+            memory_model.vulkanMemoryModel = VK_TRUE;
+            memory_model.vulkanMemoryModelDeviceScope = VK_TRUE;
+            chain(&memory_model, &memory_model.pNext);
+        }
     }
-    // Not used by recording (record() keeps vkCmdPipelineBarrier, which every
-    // host has); enabled so that the bench can time its barriers against the
-    // ones it records (bench/NOTES.md).
-    VkPhysicalDeviceSynchronization2Features sync2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES};
-    if (info_.synchronization2) {
-        sync2.synchronization2 = VK_TRUE;
-        *next = &sync2;
-        next = &sync2.pNext;
+    EnabledFeatures(const EnabledFeatures&) = delete;
+    EnabledFeatures& operator=(const EnabledFeatures&) = delete;
+
+private:
+    void** next_ = nullptr;  // the chain's last pNext
+    void chain(void* feature, void** its_next) {
+        *next_ = feature;
+        next_ = its_next;
     }
-    // The single-pass path's workgroups hand each other partials.
-    VkPhysicalDeviceVulkanMemoryModelFeatures vmm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-    if (info_.memory_model) {
-        vmm.vulkanMemoryModel = VK_TRUE;
-        vmm.vulkanMemoryModelDeviceScope = VK_TRUE;
-        *next = &vmm;
-        if (info_.api_version < VK_API_VERSION_1_2) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
-    }
+};
+
+}  // namespace
+
+void Context::create_device(const ContextOptions& options) {
+    capture_statistics_ = options.capture_statistics && info_.pipeline_statistics;
+    const EnabledFeatures enabled(info_, capture_statistics_);
 
     float priority = 1.f;
     VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -107,11 +127,11 @@ void Context::create_device(const ContextOptions& options) {
     qci.queueCount = 1;
     qci.pQueuePriorities = &priority;
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    dci.pNext = &feats;
+    dci.pNext = &enabled.features;
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
-    dci.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
-    dci.ppEnabledExtensionNames = extensions.data();
+    dci.enabledExtensionCount = static_cast<uint32_t>(enabled.extensions.size());
+    dci.ppEnabledExtensionNames = enabled.extensions.data();
     VkDevice device = VK_NULL_HANDLE;
     check(instance_vk_.vkCreateDevice(physical_, &dci, nullptr, &device), "vkCreateDevice", info_.name);
     // Owned before anything else can throw: vkDestroyDevice comes from the

@@ -555,6 +555,84 @@ void plan_sink_gradient(const DeviceInfo& d, const Problem& problem, Plan& plan,
     plan.sink_gradient_bytes = rows * 4;
 }
 
+// The tensor's element count, Error where the device cannot store its
+// type or the count passes 2^64.
+uint64_t checked_elements(const DeviceInfo& d, const Problem& problem) {
+    if (dtype_size(problem.dtype) == 2 && !d.storage_16bit)
+        throw Error(ErrorKind::unsupported, std::string(dtype_name(problem.dtype)) +
+                                                " tensors need storageBuffer16BitAccess, which " + d.name + " lacks");
+    const Shape& shape = problem.shape;
+    uint64_t rows = 0, elements = 0;
+    if (__builtin_mul_overflow(shape.outer, shape.inner, &rows) || __builtin_mul_overflow(rows, shape.axis, &elements))
+        throw Error(ErrorKind::invalid_argument, "shape " + to_string(shape) + " has more than 2^64 elements");
+    return elements;
+}
+
+// The pipeline key's fields that the problem's types, the path and its
+// geometry decide.
+PipelineKey geometry_key(const DeviceInfo& d, const Problem& problem, Path path, const Geometry& g, const Limits& l,
+                         const PlanOptions& options) {
+    PipelineKey key;
+    key.dtype = problem.dtype;
+    key.subgroup = l.subgroup_reduction;
+    key.log = problem.log;
+    key.accurate = problem.precision == Precision::accurate;
+    key.required_subgroup_size = g.required_subgroup_size;
+    key.subgroup_rows = g.subgroup_rows;
+    key.row_lanes = g.row_lanes;
+    key.patience = path != Path::single_pass ? 0
+                   : options.single_pass_patience          ? options.single_pass_patience
+                   : d.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? kSinglePassPatienceCpu
+                                                           : kSinglePassPatience;
+    if (path == Path::single_pass) {
+        key.held_chunks = holds_chunks(g);
+        key.gather_ahead = gather_ahead(g, l);
+    }
+    key.workgroup_size = g.workgroup_size;
+    key.slots = g.slots;
+    return key;
+}
+
+// The order the row kinds take an attention tensor's rows in
+// (query_major_rows()), and its blocks; Error(invalid_argument) for a
+// block size asked of rows taken head-major.
+void plan_row_order(const Problem& problem, const AttentionLayout& layout, Path path, const PlanOptions& options,
+                    Plan& plan, PipelineKey& key) {
+    key.query_major = query_major_rows(problem, layout, plan, path, key, options);
+    if (options.query_block && !key.query_major)
+        throw Error(ErrorKind::invalid_argument, "query-major blocks of " + std::to_string(options.query_block) +
+                                                     " query rows, but the rows are taken head-major");
+    if (key.query_major) {
+        set_query_slices(plan.push.attention, plan.push.rows);
+        key.query_block_shift = query_block_shift(problem, layout, options);
+    }
+}
+
+// The elements each access moves, and whether rows end off a vector
+// boundary. A slot row is one slot wide: 4-wide (or scalar, for rows of a
+// few lanes), never a 16-byte pair.
+void plan_access(const Problem& problem, Path path, const Geometry& g, const Limits& l, bool slot_rows,
+                 PipelineKey& key) {
+    key.vec = slot_rows ? access_width(problem, path, l, 1) : access_width(problem, path, l, g.slots);
+    key.odd_rows = key.vec > 1 && problem.shape.axis % key.vec != 0;
+}
+
+// Whether a row path's tile (possibly shortened by overrides) is shorter
+// than the row: such a plan gets the variant made only of the tile-by-tile
+// loops, since on NVIDIA 580.159.04 the variant holding both forms gave NaN
+// rows for some slot counts (bench/NOTES.md).
+bool long_rows(const Problem& problem, Path path, const Geometry& g, const Limits& l, bool slot_rows) {
+    const uint64_t planned_tile = 4ull * g.slots * (g.subgroup_rows ? l.subgroup_size : g.workgroup_size);
+    return !chunked(path) && !slot_rows && row_window(problem, path, l) > planned_tile;
+}
+
+// The debug label of the recorded work (Plan::label).
+std::string plan_label(const Problem& problem, Path path, const PipelineKey& key) {
+    return std::string("vksoftmax ") + (problem.log ? "log-softmax " : "softmax ") +
+           (problem.backward ? "backward " : "") + dtype_name(problem.dtype) + " " + to_string(problem.shape) + " (" +
+           path_name(path) + (key.attention ? ", attention options" : "") + ")";
+}
+
 // What pass `pass` of a plan dispatches.
 ShaderKind shader_kind(Path path, uint32_t pass, bool slot_rows, bool long_rows) {
     if (path == Path::split) return pass == 0 ? ShaderKind::split_statistics : ShaderKind::split_normalize;
@@ -570,17 +648,13 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     plan.problem = problem;
     const float inv_t = inverse_temperature(problem);
     check_backward_options(problem);
-    if (dtype_size(problem.dtype) == 2 && !d.storage_16bit)
-        throw Error(ErrorKind::unsupported, std::string(dtype_name(problem.dtype)) +
-                                                " tensors need storageBuffer16BitAccess, which " + d.name + " lacks");
-    const Shape& shape = problem.shape;
-    uint64_t rows = 0, elements = 0;
-    if (__builtin_mul_overflow(shape.outer, shape.inner, &rows) || __builtin_mul_overflow(rows, shape.axis, &elements))
-        throw Error(ErrorKind::invalid_argument, "shape " + to_string(shape) + " has more than 2^64 elements");
+    const uint64_t elements = checked_elements(d, problem);
     plan.tensor_bytes = elements * dtype_size(problem.dtype);
     if (elements == 0) return plan;
-    if (rows > std::numeric_limits<uint32_t>::max())
-        throw Error(ErrorKind::unsupported, "tensor of " + std::to_string(rows) + " rows: at most 2^32-1 are supported");
+    const Shape& shape = problem.shape;
+    if (shape.rows() > std::numeric_limits<uint32_t>::max())
+        throw Error(ErrorKind::unsupported,
+                    "tensor of " + std::to_string(shape.rows()) + " rows: at most 2^32-1 are supported");
 
     // Tensors past one binding: ranges of outer slices, each planned as a
     // problem of its own (the largest range; the last may be shorter).
@@ -588,7 +662,6 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     plan.ranges = static_cast<uint32_t>(div_up(shape.outer, plan.range_outer));
     Problem range = problem;
     range.shape.outer = plan.range_outer;
-    const uint64_t range_rows = range.shape.rows();
 
     const Limits l = device_limits(d, options);
     const Path path = choose_path(d, range, options, l);
@@ -608,27 +681,10 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     plan.workspace_bytes = plan.range_workspace_bytes * plan.ranges;
     plan.workspace_zeroed = path == Path::single_pass;
     plan.groups = static_cast<uint32_t>(std::min<uint64_t>(g.items, d.max_workgroup_count[0]));
-    plan.push = PushConstants{static_cast<uint32_t>(range_rows), static_cast<uint32_t>(shape.axis),
+    plan.push = PushConstants{static_cast<uint32_t>(range.shape.rows()), static_cast<uint32_t>(shape.axis),
                               static_cast<uint32_t>(shape.inner), g.chunks, g.chunk, inv_t, {}};
 
-    PipelineKey key;
-    key.dtype = problem.dtype;
-    key.subgroup = l.subgroup_reduction;
-    key.log = problem.log;
-    key.accurate = problem.precision == Precision::accurate;
-    key.required_subgroup_size = g.required_subgroup_size;
-    key.subgroup_rows = g.subgroup_rows;
-    key.row_lanes = g.row_lanes;
-    key.patience = path != Path::single_pass ? 0
-                   : options.single_pass_patience          ? options.single_pass_patience
-                   : d.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? kSinglePassPatienceCpu
-                                                           : kSinglePassPatience;
-    if (path == Path::single_pass) {
-        key.held_chunks = holds_chunks(g);
-        key.gather_ahead = gather_ahead(g, l);
-    }
-    key.workgroup_size = g.workgroup_size;
-    key.slots = g.slots;
+    PipelineKey key = geometry_key(d, problem, path, g, l, options);
     // The forward's attention layout, checked once (Error(invalid_argument)
     // for options that do not fit the shape); a backward problem's is its
     // sinks' alone.
@@ -640,35 +696,17 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         plan_attention(d, problem, layout, inv_t, plan, key);
     }
     key.backward = problem.backward;
-    key.query_major = query_major_rows(problem, layout, plan, path, key, options);
-    if (options.query_block && !key.query_major)
-        throw Error(ErrorKind::invalid_argument, "query-major blocks of " + std::to_string(options.query_block) +
-                                                     " query rows, but the rows are taken head-major");
-    if (key.query_major) {
-        set_query_slices(plan.push.attention, plan.push.rows);
-        key.query_block_shift = query_block_shift(problem, layout, options);
-    }
+    plan_row_order(problem, layout, path, options, plan, key);
     // Attention modules never guard: they take T = 1, or their scale as T
     // only where it is 1 or more for log-softmax (the temperature joins the
     // scale).
     key.log_overflow_guard = problem.log && !problem.backward && !key.attention && inv_t < 1.0f;
-    // A slot row is one slot wide: 4-wide (or scalar, for rows of a few
-    // lanes), never a 16-byte pair.
-    key.vec = slot_rows ? access_width(problem, path, l, 1) : access_width(problem, path, l, g.slots);
-    key.odd_rows = key.vec > 1 && shape.axis % key.vec != 0;
-    // A row path whose tile (possible through overrides) is shorter than the
-    // row gets the variant made only of the tile-by-tile loops: on NVIDIA
-    // 580.159.04 the variant holding both forms gave NaN rows for some slot
-    // counts (bench/NOTES.md).
-    const uint64_t planned_tile = 4ull * g.slots * (g.subgroup_rows ? l.subgroup_size : g.workgroup_size);
-    const bool long_rows = !chunked(path) && !slot_rows && row_window(problem, path, l) > planned_tile;
+    plan_access(problem, path, g, l, slot_rows, key);
     for (uint32_t p = 0; p < plan.passes; ++p) {
         plan.key[p] = key;
-        plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows);
+        plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows(problem, path, g, l, slot_rows));
     }
-    plan.label = std::string("vksoftmax ") + (problem.log ? "log-softmax " : "softmax ") +
-                 (problem.backward ? "backward " : "") + dtype_name(problem.dtype) +
-                 " " + to_string(shape) + " (" + path_name(path) + (key.attention ? ", attention options" : "") + ")";
+    plan.label = plan_label(problem, path, key);
     return plan;
 }
 
