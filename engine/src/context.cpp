@@ -46,8 +46,6 @@ void Context::create_messenger() {
     });
 }
 
-// The logical device with one compute queue and what the plan uses of the
-// device's features.
 namespace {
 
 // The extensions and features a device created by vksoftmax gets, each
@@ -117,6 +115,8 @@ private:
 
 }  // namespace
 
+// The logical device with one compute queue and what the plan uses of the
+// device's features.
 void Context::create_device(const ContextOptions& options) {
     capture_statistics_ = options.capture_statistics && info_.pipeline_statistics;
     const EnabledFeatures enabled(info_, capture_statistics_);
