@@ -1,9 +1,11 @@
 // What the per-path planners share (plan.cpp; the single-pass path's in
-// single_pass_plan.cpp): the device's limits for a problem, a plan's
-// geometry, and how a row is read and cut into chunks.
+// single_pass_plan.cpp, the attention options' in attention_plan.cpp): the
+// device's limits for a problem, a plan's geometry, and how a row is read
+// and cut into chunks.
 #pragma once
 #include <cstdint>
 
+#include "vksoftmax/attention.hpp"
 #include "vksoftmax/device_info.hpp"
 #include "vksoftmax/plan.hpp"
 #include "vksoftmax/types.hpp"
@@ -56,6 +58,22 @@ uint64_t row_window(const Problem& problem, Path path, const Limits& l);
 uint32_t slots_for(const Problem& problem, Path path, const Limits& l, uint64_t want, uint32_t most);
 // Chunks of a chunked path for the geometry's tile (plan.cpp).
 void set_chunks(Geometry& g, const Problem& problem, const Limits& l, Path path, uint64_t want);
+// Error(unsupported) for a tensor of n elements and `bytes` that the
+// device or the shaders' 32-bit indexing cannot hold (plan.cpp).
+void check_fits(const DeviceInfo& d, uint64_t n, uint64_t bytes);
+
+// The attention options (attention_plan.cpp): their share of the plan and
+// its pipeline key (Error(invalid_argument) for options that do not fit
+// the shape, Error(unsupported) for buffers the device cannot hold); the
+// order the row kinds take the rows in (after plan_attention(), with the
+// plan's ranges and push constants set); the options a backward problem
+// refuses, and its sink gradient.
+void plan_attention(const DeviceInfo& d, const Problem& problem, const AttentionLayout& layout, float multiplier,
+                    Plan& plan, PipelineKey& key);
+void plan_row_order(const Problem& problem, const AttentionLayout& layout, Path path, const PlanOptions& options,
+                    Plan& plan, PipelineKey& key);
+void check_backward_options(const Problem& problem);
+void plan_sink_gradient(const DeviceInfo& d, const Problem& problem, Plan& plan, PipelineKey& key);
 
 // The single-pass path (single_pass_plan.cpp): its geometry, its chunks
 // filled by the row where the plan sizes them so, and the rules by which
