@@ -43,13 +43,14 @@ layout(constant_id = 15) const bool MASK_PER_HEAD = false;
 // mask slice is read again by the next slice that shares it (the next head,
 // for a mask broadcast over heads), after that slice's rows of x in and out
 // have passed through the cache; where they evict it, query-major order
-// reads each mask row while it is still there (engine/src/plan.cpp,
+// reads each mask row while it is still there (engine/src/attention_plan.cpp,
 // query_major_rows()).
 layout(constant_id = 18) const bool QUERY_MAJOR = false;
 // Query-major order in blocks of 2^QUERY_BLOCK_SHIFT query rows: each slice
 // takes a block of consecutive rows before the next slice takes the same
 // block, so that a workgroup's neighbours read neighbouring rows of x while
-// a mask row is read again a block later (query_block_rows() in plan.cpp).
+// a mask row is read again a block later (query_block_rows() in
+// attention_plan.cpp).
 layout(constant_id = 19) const uint QUERY_BLOCK_SHIFT = 0u;
 
 // A row's share of the options (row_attention()).

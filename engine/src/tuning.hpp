@@ -171,7 +171,7 @@ constexpr uint32_t kSinglePassPatienceCpu = 4;
 
 // Masked attention rows go query-major (RowOrder) where head-major order
 // passes more than this many bytes through the cache between two reads of
-// one mask row (mask_reuse_bytes() in plan.cpp: for one mask shared by
+// one mask row (mask_reuse_bytes() in attention_plan.cpp: for one mask shared by
 // every head, the mask plus a head's rows of x in and out). H100 (50 MB
 // L2), us head-major against query-major: at 1.5-10 MiB (rows of 512 and
 // 1024, one mask) query-major is 1-5% slower, at 13.5 MiB (f16 (1, 32,
@@ -184,7 +184,7 @@ constexpr uint32_t kSinglePassPatienceCpu = 4;
 // 136.5 against 123.4 (bench/NOTES.md, v29).
 constexpr uint64_t kQueryMajorReuseBytes = 16ull << 20;
 // Query-major order takes blocks of query rows (query_block_rows() in
-// plan.cpp): the largest power of two dividing the query rows whose block
+// attention_plan.cpp): the largest power of two dividing the query rows whose block
 // passes at most this many bytes through the cache before a mask row is
 // read again (a block's rows of x in and out and its mask rows, times the
 // slices between two that share the mask). H100, us for blocks of 1 / the

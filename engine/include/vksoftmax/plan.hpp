@@ -31,7 +31,7 @@ enum class Reduction { automatic, subgroup, shared };
 // The order in which the row paths take an attention tensor's rows
 // (PipelineKey::query_major). automatic: the plan's rule, query-major where
 // head-major order would let a mask row leave the cache before the next
-// (batch, head) slice that reads it does (query_major_rows() in plan.cpp;
+// (batch, head) slice that reads it does (query_major_rows() in attention_plan.cpp;
 // bench/NOTES.md, v29);
 // head_major: the tensor's own order; query_major: every (batch, head)
 // slice of query row q before q + 1 (in blocks of query rows:
@@ -87,7 +87,7 @@ struct PlanOptions {
     RowOrder row_order = RowOrder::automatic;
     // Query-major order: query rows a slice takes before the next slice
     // takes the same ones (a power of two dividing the query rows); 0: the
-    // plan's (query_block_rows() in plan.cpp). Error(invalid_argument)
+    // plan's (query_block_rows() in attention_plan.cpp). Error(invalid_argument)
     // without query-major order or where it does not divide.
     uint32_t query_block = 0;
     uint32_t workgroup_size = 0;     // override (a power of two); 0: the plan's choice
