@@ -367,7 +367,9 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--iters", a->iters, "Back-to-back calls per timed submission (default 20)");
     sub->add_option("--repeats", a->repeats, "Timed submissions; median and min reported (default 15)");
     sub->add_option("--device", a->device, "Device index or part of its name");
-    sub->add_option("--warmup-ms", a->warmup_ms, "Keep the GPU busy with each case this long before timing (default 1000; the floor, timed first, at least 1000)");
+    sub->add_option("--warmup-ms", a->warmup_ms,
+                    "Keep the GPU busy with each case this long before timing "
+                    "(default 1000; the floor, timed first, at least 1000)");
     sub->add_option("--sigma", a->sigma, "Standard deviation of the random logits (default 4, as the peers)");
     sub->add_flag("--stats", a->stats, "Print the driver's pipeline statistics (registers, spills), where offered");
     sub->add_option("--wg", a->wg, "Tuning: force the workgroup size (power of two)");
