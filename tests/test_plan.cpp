@@ -784,7 +784,8 @@ TEST(Plan, SinglePassRule) {
 // On NVIDIA the automatic rule takes the single-pass path for batches that
 // stay resident: at least 8 rows, 6 to 32 MiB, a grid of at most 4
 // workgroups per multiprocessor (chunks of 16384 for batches, longer
-// where the rows would leave some of a power-of-two count empty), chunks at
+// where the rows would leave some of a power-of-two count empty; held
+// chunks of 8192 where those make at most 3 per multiprocessor), chunks at
 // least 3/4 full, and only where the device says how many multiprocessors
 // it has.
 TEST(Plan, SinglePassTakesResidentBatches) {
@@ -806,6 +807,17 @@ TEST(Plan, SinglePassTakesResidentBatches) {
     EXPECT_EQ(batch.push.chunk, 16384u);
     EXPECT_EQ(batch.push.chunks, 8u);
     EXPECT_EQ(batch.groups, 256u);
+    // Past one wave, held chunks of 8192 at 256 x 8 where they make at most
+    // 3 workgroups per multiprocessor (396 here); more keep 16384, re-read.
+    for (const WaveCase& c : {WaveCase{24, 131072, Dtype::f16, 8192, 384, 256, 8},
+                              WaveCase{48, 65536, Dtype::f32, 8192, 384, 256, 8},
+                              WaveCase{24, 128256, Dtype::f32, 8192, 384, 256, 8},
+                              WaveCase{20, 131072, Dtype::f32, 8192, 320, 256, 8}})
+        expect_wave_geometry(h100, c, true, false);
+    const Plan past_three = plan_geometry(h100, rows_of(32, 131072));
+    EXPECT_EQ(past_three.push.chunk, 16384u) << "32x131072: 512 workgroups of 8192 would be 3.9 per multiprocessor";
+    EXPECT_EQ(past_three.groups, 256u);
+    EXPECT_EQ(choose_path(h100, rows_of(20, 131072, Dtype::f16)), Path::split) << "5 MiB: under the batches' 6 MiB";
     // Rows of 151936 would fill 10 of 16 chunks of 16384: 8 of 20480 instead.
     const Plan vocabulary = plan_geometry(h100, rows_of(32, 151936, Dtype::f16));
     EXPECT_EQ(vocabulary.path, Path::single_pass);

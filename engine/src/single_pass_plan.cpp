@@ -150,6 +150,19 @@ uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
     return 0;
 }
 
+// The chunk of a forward batch that one wave does not cover
+// (held_wave_chunk() is 0) but whose chunks of kSinglePassHeldChunk, held
+// at 256 x 8, make a grid of at most kSinglePassHeldBatchGrid workgroups
+// per multiprocessor: those rather than the batch's chunks of
+// kSinglePassBatchChunk read in four tiles and re-read for the write; 0
+// otherwise. Whether the batch takes the path at all is still
+// resident_batch()'s rule.
+uint64_t held_batch_chunk(const Problem& problem, const Limits& l) {
+    if (problem.backward || l.multiprocessors == 0 || problem.shape.rows() < kSinglePassBatchRows) return 0;
+    const uint64_t grid = wave_grid(problem, l, kSinglePassHeldChunk);
+    return grid <= uint64_t{kSinglePassHeldBatchGrid} * l.multiprocessors ? kSinglePassHeldChunk : 0;
+}
+
 // A 16-bit backward batch of whole chunks of kSinglePassBatchChunk that
 // make more than half a wave and at most one: each chunk held in one tile
 // of kSinglePassHeldBatchWorkgroup x 4 slots rather than read in four
@@ -294,13 +307,15 @@ void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
 // Batches of kSinglePassBatchRows rows or more take chunks of at least
 // kSinglePassBatchChunk, re-read from L2, so that their grid stays small
 // enough to be resident; problems of one wave hold theirs (wave_chunk()
-// backward, held_wave_chunk() forward; held_wave_batch()).
+// backward, held_wave_chunk() forward; held_wave_batch()), and so do
+// forward batches of a few waves (held_batch_chunk()).
 Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
     const uint64_t rows = problem.shape.rows();
     const bool batch = rows >= kSinglePassBatchRows, forced = options.chunk_elements != 0;
-    const uint64_t wave = forced ? 0 : problem.backward ? wave_chunk(problem, l) : held_wave_chunk(problem, l);
+    uint64_t wave = forced ? 0 : problem.backward ? wave_chunk(problem, l) : held_wave_chunk(problem, l);
+    if (!forced && !wave) wave = held_batch_chunk(problem, l);
     const bool held_wave = !forced && !wave && held_wave_batch(problem, l);
     const uint32_t workgroup = wave        ? wave_workgroup(wave)
                                : held_wave ? kSinglePassHeldBatchWorkgroup

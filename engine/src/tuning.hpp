@@ -140,6 +140,17 @@ constexpr uint64_t kSinglePassBatchMaxBytes = 32ull << 20;
 // (held_wave_chunk() in single_pass_plan.cpp; bench/NOTES.md, v40).
 constexpr uint64_t kSinglePassHeldChunk = 4ull * kSinglePassWorkgroup * kSinglePassHeldSlots;
 constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
+// Forward batches past one wave hold chunks of kSinglePassHeldChunk where
+// their grid is at most this many workgroups per multiprocessor
+// (held_batch_chunk() in single_pass_plan.cpp). H200 (580.159.04;
+// bench/NOTES.md, v45), us, chunks of 16384 re-read against held chunks of
+// 8192 in 384 workgroups (2.9 per multiprocessor), f32 / f16 / bf16:
+// 24x131072 12.72 / 11.72 / 12.05 against 12.25 / 10.48 / 10.76; 48x65536
+// 12.62 / 11.62 / 11.97 against 12.18 / 10.44 / 10.68. In 512 (3.9 per
+// multiprocessor) f32 was 3-5% slower (32x131072 13.21 against 13.65,
+// 16x262144 13.47 against 14.05) and 16-bit 0-2% faster; looped over a grid
+// of 256-512 workgroups (more items than workgroups) 6-61% slower.
+constexpr uint32_t kSinglePassHeldBatchGrid = 3;
 constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup merges
 // Single rows of at least this many elements, which a workgroup holds only
 // at its most slots, take the path on NVIDIA (spread_single_row() in
