@@ -782,7 +782,8 @@ TEST(Plan, SinglePassRule) {
 }
 
 // On NVIDIA the automatic rule takes the single-pass path for batches that
-// stay resident: at least 8 rows, 6 to 32 MiB, a grid of at most 4
+// stay resident: at least 8 rows, 6 to 32 MiB (less where held chunks of
+// 8192 make at most 3 workgroups per multiprocessor), a grid of at most 4
 // workgroups per multiprocessor (chunks of 16384 for batches, longer
 // where the rows would leave some of a power-of-two count empty; held
 // chunks of 8192 where those make at most 3 per multiprocessor), chunks at
@@ -795,7 +796,8 @@ TEST(Plan, SinglePassTakesResidentBatches) {
         {32, 128256, Dtype::f16, Path::single_pass},  // 7.8 MiB
         {16, 524288, Dtype::f32, Path::single_pass},  // 32 MiB, 32 chunks a row: 512 workgroups
         {16, 131072, Dtype::f32, Path::single_pass},  // 8 MiB, one wave of held chunks
-        {24, 100000, Dtype::f16, Path::split},        // 4.6 MiB, past one wave of held chunks
+        {24, 100000, Dtype::f16, Path::single_pass},  // 4.6 MiB, 384 held chunks of 6250
+        {14, 139264, Dtype::f16, Path::split},        // 3.7 MiB, 448 chunks of 8192: under 6 MiB, past 3 a multiprocessor
         {128, 151936, Dtype::f16, Path::split},       // 39 MB: past 32 MiB
         {1, 1u << 24, Dtype::f16, Path::split},       // one row
         {4, 1u << 21, Dtype::f32, Path::split},       // 4 rows
@@ -808,16 +810,18 @@ TEST(Plan, SinglePassTakesResidentBatches) {
     EXPECT_EQ(batch.push.chunks, 8u);
     EXPECT_EQ(batch.groups, 256u);
     // Past one wave, held chunks of 8192 at 256 x 8 where they make at most
-    // 3 workgroups per multiprocessor (396 here); more keep 16384, re-read.
+    // 3 workgroups per multiprocessor (396 here), under 6 MiB too; more keep
+    // 16384, re-read.
     for (const WaveCase& c : {WaveCase{24, 131072, Dtype::f16, 8192, 384, 256, 8},
                               WaveCase{48, 65536, Dtype::f32, 8192, 384, 256, 8},
                               WaveCase{24, 128256, Dtype::f32, 8192, 384, 256, 8},
-                              WaveCase{20, 131072, Dtype::f32, 8192, 320, 256, 8}})
+                              WaveCase{20, 131072, Dtype::f32, 8192, 320, 256, 8},
+                              WaveCase{20, 131072, Dtype::f16, 8192, 320, 256, 8},  // 5 MiB
+                              WaveCase{24, 100000, Dtype::bf16, 6256, 384, 256, 8}})
         expect_wave_geometry(h100, c, true, false);
     const Plan past_three = plan_geometry(h100, rows_of(32, 131072));
     EXPECT_EQ(past_three.push.chunk, 16384u) << "32x131072: 512 workgroups of 8192 would be 3.9 per multiprocessor";
     EXPECT_EQ(past_three.groups, 256u);
-    EXPECT_EQ(choose_path(h100, rows_of(20, 131072, Dtype::f16)), Path::split) << "5 MiB: under the batches' 6 MiB";
     // Rows of 151936 would fill 10 of 16 chunks of 16384: 8 of 20480 instead.
     const Plan vocabulary = plan_geometry(h100, rows_of(32, 151936, Dtype::f16));
     EXPECT_EQ(vocabulary.path, Path::single_pass);
@@ -883,7 +887,8 @@ TEST(Plan, SingleRowSpreadsOverOneWave) {
 // x 8, else 16384 at 512 x 8 where those fill more than half (16-bit types:
 // in batches of 8 rows or more); at most 64 chunks a row, 32 past half a
 // wave; each chunk the count's share of the row. Past that, two
-// dispatches (or a resident batch of 6 MiB or more); a forced chunk takes
+// dispatches, or a resident batch (6 MiB or more, or held chunks of 8192
+// at most 3 a multiprocessor); a forced chunk takes
 // the path where it makes one such wave.
 TEST(Plan, ForwardRowsSpreadOverOneWave) {
     const DeviceInfo h100 = counted_h100();
@@ -902,7 +907,7 @@ TEST(Plan, ForwardRowsSpreadOverOneWave) {
         {2, 524288, Dtype::f16, Path::split},    // 64 of 8192 a row over a whole wave
         {1, 1u << 20, Dtype::bf16, Path::split},
         {4, 1u << 20, Dtype::f32, Path::split},  // 256 workgroups of 16384
-        {40, 65536, Dtype::f16, Path::split},    // 160 workgroups of 16384, 5 MiB
+        {40, 65536, Dtype::f16, Path::single_pass},  // past a wave: 320 held chunks of 8192 (5 MiB)
         {6, 262144, Dtype::f16, Path::split},    // 16-bit: chunks of 16384 for batches only
         {4, 524288, Dtype::bf16, Path::split},
         {32, 131072, Dtype::f32, Path::single_pass},  // past a wave, 16 MiB: a resident batch

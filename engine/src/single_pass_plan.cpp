@@ -154,9 +154,9 @@ uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
 // (held_wave_chunk() is 0) but whose chunks of kSinglePassHeldChunk, held
 // at 256 x 8, make a grid of at most kSinglePassHeldBatchGrid workgroups
 // per multiprocessor: those rather than the batch's chunks of
-// kSinglePassBatchChunk read in four tiles and re-read for the write; 0
-// otherwise. Whether the batch takes the path at all is still
-// resident_batch()'s rule.
+// kSinglePassBatchChunk read in four tiles and re-read for the write,
+// and rather than two dispatches where the batch is under
+// kSinglePassBatchMinBytes (resident_batch()); 0 otherwise.
 uint64_t held_batch_chunk(const Problem& problem, const Limits& l) {
     if (problem.backward || l.multiprocessors == 0 || problem.shape.rows() < kSinglePassBatchRows) return 0;
     const uint64_t grid = wave_grid(problem, l, kSinglePassHeldChunk);
@@ -197,7 +197,8 @@ constexpr uint64_t kSinglePassChunkAlign = 8;
 // the vendor takes it only for those (SinglePassRule::resident_batches_only)
 // and one wave of held chunks does not cover it (spread_over_a_wave()):
 // enough rows and bytes to fill the GPU, few enough bytes to stay in L2
-// between a chunk's statistic and its re-read, a grid the GPU holds at
+// between a chunk's statistic and its re-read (or held chunks of a few
+// waves, held_batch_chunk(), whatever their bytes), a grid the GPU holds at
 // once, so that no workgroup waits on one that has not started (a grid
 // larger than that ran up to 500x slower), and chunks that the rows fill
 // to at least 3/4 (a power-of-two chunk count can leave chunks empty: f16
@@ -206,9 +207,9 @@ constexpr uint64_t kSinglePassChunkAlign = 8;
 // chunks, and this guards the rest). bench/NOTES.md, v18 and v20.
 bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t bytes = problem.shape.elements() * dtype_size(problem.dtype);
-    if (problem.shape.rows() < kSinglePassBatchRows || bytes < kSinglePassBatchMinBytes ||
-        bytes > kSinglePassBatchMaxBytes || d.multiprocessors == 0)
+    if (problem.shape.rows() < kSinglePassBatchRows || bytes > kSinglePassBatchMaxBytes || d.multiprocessors == 0)
         return false;
+    if (bytes < kSinglePassBatchMinBytes && (options.chunk_elements || !held_batch_chunk(problem, l))) return false;
     const Geometry g = plan_single_pass(problem, options, l);
     const uint64_t filled = row_window(problem, Path::single_pass, l);
     return g.items <= uint64_t{kSinglePassWorkgroupsPerMultiprocessor} * d.multiprocessors &&

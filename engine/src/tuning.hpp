@@ -126,8 +126,9 @@ constexpr uint32_t kSinglePassHeldBatchWorkgroup = 1024;
 constexpr uint64_t kSinglePassWaveRows = 2;
 constexpr double kSinglePassWaveLeastFill = 2.0 / 3.0;
 // Where the automatic rule takes the path on NVIDIA (resident_batch() in
-// single_pass_plan.cpp): 6 to 32 MiB in all (against two dispatches, f16 32x128256,
-// 7.8 MiB, was 5% faster; f16 16x131072, 4 MiB, 7% slower; f16
+// single_pass_plan.cpp): 6 to 32 MiB in all, less in held chunks of a few
+// waves (kSinglePassHeldBatchGrid) (against two dispatches in re-read
+// chunks, f16 32x128256, 7.8 MiB, was 5% faster; f16 16x131072, 4 MiB, 7% slower; f16
 // 128x151936, 39 MB, 7% slower), and grids of at most 4 workgroups per
 // multiprocessor (528 on an H100 or H200; 1x16M in 1024 chunks of 16384
 // took 16 ms a call, against 38-73 us split: waiting workgroups held every
@@ -149,7 +150,11 @@ constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 // 12.62 / 11.62 / 11.97 against 12.18 / 10.44 / 10.68. In 512 (3.9 per
 // multiprocessor) f32 was 3-5% slower (32x131072 13.21 against 13.65,
 // 16x262144 13.47 against 14.05) and 16-bit 0-2% faster; looped over a grid
-// of 256-512 workgroups (more items than workgroups) 6-61% slower.
+// of 256-512 workgroups (more items than workgroups) 6-61% slower. Such
+// 16-bit batches under kSinglePassBatchMinBytes take them too: two
+// dispatches against held chunks, f16 / bf16, 20x131072 11.02 / 10.97
+// against 10.37 / 10.64, 44x65536 11.59 / 11.81 against 10.32 / 10.59
+// (v45).
 constexpr uint32_t kSinglePassHeldBatchGrid = 3;
 constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup merges
 // Single rows of at least this many elements, which a workgroup holds only
