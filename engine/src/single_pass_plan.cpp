@@ -315,16 +315,18 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     g.required_subgroup_size = l.required_subgroup_size;
     const uint64_t rows = problem.shape.rows();
     const bool batch = rows >= kSinglePassBatchRows, forced = options.chunk_elements != 0;
-    uint64_t wave = forced ? 0 : problem.backward ? wave_chunk(problem, l) : held_wave_chunk(problem, l);
-    if (!forced && !wave) wave = held_batch_chunk(problem, l);
-    const bool held_wave = !forced && !wave && held_wave_batch(problem, l);
-    const uint32_t workgroup = wave        ? wave_workgroup(wave)
+    // A chunk each workgroup holds in one tile, the rows cut by their
+    // count of it (0: the batch's or the forced chunks).
+    uint64_t held = forced ? 0 : problem.backward ? wave_chunk(problem, l) : held_wave_chunk(problem, l);
+    if (!forced && !held) held = held_batch_chunk(problem, l);
+    const bool held_wave = !forced && !held && held_wave_batch(problem, l);
+    const uint32_t workgroup = held        ? wave_workgroup(held)
                                : held_wave ? kSinglePassHeldBatchWorkgroup
                                            : kSinglePassWorkgroup;
     g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, workgroup));
-    g.chunks_by_row = !forced && (!batch || wave);
+    g.chunks_by_row = !forced && (!batch || held);
     const uint64_t window = row_window(problem, Path::single_pass, l);
-    const uint64_t least = wave ? wave : batch ? kSinglePassBatchChunk : kSinglePassMinChunk;
+    const uint64_t least = held ? held : batch ? kSinglePassBatchChunk : kSinglePassMinChunk;
     uint64_t want =
         forced ? options.chunk_elements
                : std::max(least,

@@ -62,11 +62,11 @@ struct SinglePassRule {
     // covers, at most 64 chunks a row (spread_over_a_wave()), and other
     // batches of at least 8 rows, 6 to 32 MiB (less in held chunks of a
     // few waves), a grid of at most 4 workgroups per multiprocessor, chunks
-    // at least 3/4 full (resident_batch()); the backward pass for grids of one wave, and
-    // batches of 8 rows whose every row's chunks stay resident, whatever
-    // their bytes (resident_rows()); a single row of 30000 elements or more
-    // that one workgroup would hold, spread over a wave
-    // (spread_single_row()).
+    // at least 3/4 full (resident_batch()); the backward pass for grids of
+    // one wave, and batches of 8 rows whose every row's chunks stay
+    // resident, whatever their bytes (resident_rows()); a single row of
+    // 30000 elements or more that one workgroup would hold, spread over a
+    // wave (spread_single_row()).
     bool resident_batches_only = false;
     std::string reason;
 };
