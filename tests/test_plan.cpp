@@ -796,7 +796,7 @@ TEST(Plan, SinglePassTakesResidentBatches) {
         {32, 128256, Dtype::f16, Path::single_pass},  // 7.8 MiB
         {16, 524288, Dtype::f32, Path::single_pass},  // 32 MiB, 32 chunks a row: 512 workgroups
         {16, 131072, Dtype::f32, Path::single_pass},  // 8 MiB, one wave of held chunks
-        {24, 100000, Dtype::f16, Path::single_pass},  // 4.6 MiB, 384 held chunks of 6250
+        {24, 100000, Dtype::f16, Path::single_pass},  // 4.6 MiB, 384 held chunks of 6256
         {14, 139264, Dtype::f16, Path::split},        // 3.7 MiB, 448 chunks of 8192: under 6 MiB, past 3 a multiprocessor
         {128, 151936, Dtype::f16, Path::split},       // 39 MB: past 32 MiB
         {1, 1u << 24, Dtype::f16, Path::split},       // one row
