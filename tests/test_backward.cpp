@@ -154,7 +154,8 @@ TEST_F(BackwardTest, EveryKindAgainstTheReference) {
 // Batches and fewer rows the plan spreads over one wave on a device that
 // counts its multiprocessors (wave_chunk() in single_pass_plan.cpp: chunks of
 // 4096-16384, or the count's share of rows that are not a multiple of it,
-// each held in one tile), with the plan's own path and geometry, against
+// each held in one tile; 16-bit batches of one wave of whole chunks of
+// 16384, held_wave_batch()), with the plan's own path and geometry, against
 // the reference; elsewhere the same shapes on that device's plan.
 TEST_F(BackwardTest, ProblemsOfOneWave) {
     struct Case {
@@ -166,7 +167,8 @@ TEST_F(BackwardTest, ProblemsOfOneWave) {
                           Case{8, 50000, Dtype::bf16, false}, Case{12, 40000, Dtype::f16, false},
                           Case{16, 100000, Dtype::f16, false}, Case{2, 524288, Dtype::f32, false},
                           Case{3, 300000, Dtype::f32, true}, Case{7, 100000, Dtype::bf16, false},
-                          Case{2, 524288, Dtype::f16, false}, Case{3, 262144, Dtype::bf16, true}}) {
+                          Case{2, 524288, Dtype::f16, false}, Case{3, 262144, Dtype::bf16, true},
+                          Case{16, 131072, Dtype::f16, false}, Case{32, 65536, Dtype::bf16, true}}) {
         const Problem p = backward_problem(c.rows, c.cols, c.dtype, c.log);
         const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p));
         const std::string what = describe(p, {}) + " (" + path_name(o.plan.path) + ", " +

@@ -165,9 +165,13 @@ uint64_t held_batch_chunk(const Problem& problem, const Limits& l) {
 
 // A 16-bit backward batch of whole chunks of kSinglePassBatchChunk that
 // make more than half a wave and at most one: each chunk held in one tile
-// of kSinglePassHeldBatchWorkgroup x 4 slots rather than read in four
-// tiles of 256 x 4 and re-read for its write. H100 (580.159.04;
-// bench/NOTES.md, v32), us, the plan before against 1024 x 4, two calls:
+// of kSinglePassHeldBatchWorkgroup x 8 slots rather than read in four
+// tiles of 256 x 4 and re-read for its write. H200 (580.159.04;
+// bench/NOTES.md, v46), us, means of three runs, 1024 x 4 against 512 x
+// 8, f16 / bf16: 16x131072 8.04 / 8.23 against 7.58 / 7.64; 32x65536
+// 8.01 / 8.25 against 7.63 / 7.63; 16x120000 7.85 / 8.04 against 7.82 /
+// 7.39; 12x131072 8.19 / 8.55 against 8.05 / 8.00. Held at all, H100
+// (bench/NOTES.md, v32), us, the plan before against 1024 x 4, two calls:
 // f16 16x131072 9.51 / 9.19 against 8.63 / 8.62, 32x65536 9.37 / 8.94
 // against 8.57 / 8.60, 8x262144 9.71 against 9.59; bf16 16x131072 10.07 /
 // 10.04 against 8.67 / 8.70, 32x65536 10.05 / 9.21 against 8.66 / 8.67,
