@@ -165,12 +165,13 @@ uint64_t held_batch_chunk(const Problem& problem, const Limits& l) {
 
 // A 16-bit backward batch of whole chunks of kSinglePassBatchChunk that
 // make more than half a wave and at most one: each chunk held in one tile
-// of kSinglePassHeldBatchWorkgroup x 8 slots rather than read in four
-// tiles of 256 x 4 and re-read for its write. H200 (580.159.04;
-// bench/NOTES.md, v46), us, means of three runs, 1024 x 4 against 512 x
-// 8, f16 / bf16: 16x131072 8.04 / 8.23 against 7.58 / 7.64; 32x65536
-// 8.01 / 8.25 against 7.63 / 7.63; 16x120000 7.85 / 8.04 against 7.82 /
-// 7.39; 12x131072 8.19 / 8.55 against 8.05 / 8.00. Held at all, H100
+// of wave_workgroup() (512 x 8 slots), as a backward batch of half a wave
+// holds its chunks of 16384, rather than read in four tiles of 256 x 4 and
+// re-read for its write. H200 (580.159.04; bench/NOTES.md, v46), us, means
+// of three runs, 1024 x 4 against 512 x 8, f16 / bf16: 16x131072 8.04 /
+// 8.23 against 7.58 / 7.64; 32x65536 8.01 / 8.25 against 7.63 / 7.63;
+// 16x120000 7.85 / 8.04 against 7.82 / 7.39; 12x131072 8.19 / 8.55
+// against 8.05 / 8.00. Held at all, H100
 // (bench/NOTES.md, v32), us, the plan before against 1024 x 4, two calls:
 // f16 16x131072 9.51 / 9.19 against 8.63 / 8.62, 32x65536 9.37 / 8.94
 // against 8.57 / 8.60, 8x262144 9.71 against 9.59; bf16 16x131072 10.07 /
@@ -181,7 +182,7 @@ uint64_t held_batch_chunk(const Problem& problem, const Limits& l) {
 // wave or less take wave_chunk() instead.
 bool held_wave_batch(const Problem& problem, const Limits& l) {
     if (!problem.backward || problem.dtype == Dtype::f32 || l.multiprocessors == 0 ||
-        l.max_workgroup < kSinglePassHeldBatchWorkgroup || problem.shape.rows() < kSinglePassBatchRows)
+        l.max_workgroup < wave_workgroup(kSinglePassBatchChunk) || problem.shape.rows() < kSinglePassBatchRows)
         return false;
     const uint64_t chunks = batch_chunks(problem, l);
     return chunks == floor_pow2(static_cast<uint32_t>(chunks)) && problem.shape.rows() * chunks <= l.multiprocessors;
@@ -325,7 +326,7 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     if (!forced && !held) held = held_batch_chunk(problem, l);
     const bool held_wave = !forced && !held && held_wave_batch(problem, l);
     const uint32_t workgroup = held        ? wave_workgroup(held)
-                               : held_wave ? kSinglePassHeldBatchWorkgroup
+                               : held_wave ? wave_workgroup(kSinglePassBatchChunk)
                                            : kSinglePassWorkgroup;
     g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, workgroup));
     g.chunks_by_row = !forced && (!batch || held);

@@ -110,10 +110,6 @@ constexpr uint64_t kSinglePassMinChunk = 4096;
 // v32).
 constexpr uint64_t kSinglePassBatchRows = 8;
 constexpr uint64_t kSinglePassBatchChunk = 16384;
-// 16-bit backward batches of one wave of such chunks hold each in one
-// tile of this many invocations x 8 slots (held_wave_batch() in
-// single_pass_plan.cpp; v32 took 1024 x 4, v46 512 x 8).
-constexpr uint32_t kSinglePassHeldBatchWorkgroup = 512;
 // Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
 // would pass one wave take one wave of longer, held chunks from this many
 // rows (few_rows_past_a_wave() in single_pass_plan.cpp): f32 2x524288 8% and 4x524288
