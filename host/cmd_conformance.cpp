@@ -27,6 +27,7 @@ struct ConformanceArgs {
     bool quick = false, failures_only = false, no_uniform_control_flow = false;
     bool stress_only = false;  // the child's part: the stress case, as JSON on stdout
     std::string single_pass;   // never: leave the single-pass path (and its stress case) out
+    std::string nonfinite;     // PlanOptions::nonfinite for every forward variant
     unsigned watchdog_seconds = 120;
 };
 
@@ -227,6 +228,8 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
     for (const auto& r : conformance::run(ctx, options, print)) add(r);
     return {{"device", identity(d)},
             {"single_pass", single_pass},
+            {"nonfinite", {{"check", nonfinite_check_name(o.nonfinite)}, {"by_sum", nonfinite_rule(d, o.nonfinite).by_sum},
+                           {"reason", nonfinite_rule(d, o.nonfinite).reason}}},
             {"worst_f32_rel_fast", worst_rel_fast},
             {"worst_f32_rel_accurate", worst_rel_accurate},
             {"results", results}};
@@ -238,6 +241,7 @@ int conformance_command(const ConformanceArgs& a) {
     conformance::Options o;
     o.quick = a.quick;
     o.filters = a.filters;
+    o.nonfinite = parse_nonfinite(a.nonfinite);
     nlohmann::json report;
     const std::time_t now = std::time(nullptr);
     char date[32];
@@ -276,6 +280,7 @@ Command add_conformance(CLI::App& app) {
     sub->add_option("--single-pass", a->single_pass,
                     "never: leave the single-pass path and its stress case out (default: check them where the "
                     "device has the Vulkan memory model)");
+    sub->add_option("--nonfinite", a->nonfinite, nonfinite_help());
     sub->add_option("--watchdog", a->watchdog_seconds,
                     "Seconds the single-pass stress case may take (in a child process) before it counts as a hang "
                     "(default 120)");

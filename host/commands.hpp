@@ -33,6 +33,9 @@ Command add_conformance(CLI::App& app);
 // is Error(invalid_argument). single_pass_help() is the option's help text.
 SinglePass parse_single_pass(const std::string& text);
 std::string single_pass_help();
+// The same for --nonfinite (PlanOptions::nonfinite).
+NonfiniteCheck parse_nonfinite(const std::string& text);
+std::string nonfinite_help();
 
 // Runs `body`, turning vksoftmax and std exceptions into one line on stderr
 // and the exit code that matches their kind.

@@ -22,6 +22,19 @@ SinglePass parse_single_pass(const std::string& text) {
     throw Error(ErrorKind::invalid_argument, "--single-pass: '" + text + "' is not automatic, allowed or never");
 }
 
+NonfiniteCheck parse_nonfinite(const std::string& text) {
+    for (NonfiniteCheck c : {NonfiniteCheck::automatic, NonfiniteCheck::each_element, NonfiniteCheck::by_sum})
+        if (text == nonfinite_check_name(c)) return c;
+    if (text.empty()) return NonfiniteCheck::automatic;
+    throw Error(ErrorKind::invalid_argument, "--nonfinite: '" + text + "' is not automatic, each-element or by-sum");
+}
+
+std::string nonfinite_help() {
+    return "How a row's NaN and +inf are found: automatic (default: by-sum on the drivers whose exp2 is known to give "
+           "0 for -inf and NaN for NaN, else each-element), each-element (every element tested), by-sum (the row's "
+           "sum tested once)";
+}
+
 std::string single_pass_help() {
     return "Long rows in one dispatch: automatic (default: where the device has the Vulkan memory model and the path "
            "was measured faster on its vendor's devices), allowed (wherever it has the memory model), never (two "

@@ -39,7 +39,7 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
         ADD_SINK(ROW_IN_ORDER(min(r0 + j, pc.rows - 1u)), s[j].m, s[j].d);
     }
     for (uint j = 0u; j < SLOTS && r0 + j < pc.rows; ++j) {
-        bool bad = (s[j].f & VKSM_F_POISON) != 0u || (s[j].f & VKSM_F_FINITE) == 0u;
+        bool bad = row_bad(s[j].f, s[j].d);
         STORE_LSE(ROW_IN_ORDER(r0 + j), s[j], lane == 0u);
         write_slot(rows[j], 0u, 0u, lanes, lane, j, s[j], !LOG, 1.0 / s[j].d, log(s[j].d), bad);
     }

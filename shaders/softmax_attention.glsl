@@ -206,7 +206,7 @@ VksmStat with_sink(uint r, VksmStat s) { return SINKS ? vksm_stat_merge(s, sink_
 // Row r's log-sum-exp (with its sink): NaN where the row's outputs are.
 void store_lse(uint r, VksmStat s) {
     if (!LSE) return;
-    bool bad = (s.f & VKSM_F_POISON) != 0u || (s.f & VKSM_F_FINITE) == 0u;
+    bool bad = row_bad(s.f, s.d);
     // With SCALE_IN_EXP, m is x's max: the logits' is s times it.
     float m = SCALE_IN_EXP ? pc.scale * s.m : s.m;
     lse[r + pc.first_row] = bad ? vksm_nan() : m + log(s.d);

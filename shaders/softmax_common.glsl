@@ -285,7 +285,32 @@ layout(constant_id = 17) const bool SCALE_IN_EXP = false;
 #define VKSM_LOG_SHIFT_GUARD LOG_OVERFLOW_GUARD
 #endif
 #define VKSM_ACCURATE ACCURATE
+// How a row's NaN and +inf are found. Off: each element is tested as it
+// joins the lane's max (two integer maxima of its bits), and exp2's
+// argument is clamped so that a -inf element never reaches it (Vulkan
+// leaves exp2(-inf) undefined). On, where the plan's device table says
+// that exp2(-inf) is 0 and exp2(NaN) is NaN (NONFINITE_BY_SUM,
+// engine/src/nonfinite_rule.cpp): neither, because a NaN or +inf element
+// makes the row's sum NaN by itself (a NaN's exp is NaN; +inf becomes the
+// max, and inf - inf is NaN), and the row is told poisoned by its sum's
+// bits once (row_bad). Fewer instructions an element: 16-bit rows 2-8%
+// faster on an H200 (bench/NOTES.md, v49). Never with ACCURATE, whose exp
+// selects 0 for a NaN argument. The unclamped exp is the include's own
+// (VKSM_EXP_UNCLAMPED): a wrapper choosing between two exps here ran
+// rows of 128 (KIND_ROWS_PER_SLOT) 1.3-1.7x slower on the H200, with or
+// without BY_SUM (v49).
+layout(constant_id = 22) const bool NONFINITE_BY_SUM = false;
+const bool BY_SUM = NONFINITE_BY_SUM && !ACCURATE;
+#define VKSM_EXP_UNCLAMPED BY_SUM
 #include "vksoftmax/softmax.glsl"
+
+// Whether a row's outputs are all NaN, given its statistic's flags and
+// sum: a NaN or +inf in it (its flags, or with BY_SUM its sum), or no
+// finite element.
+bool row_bad(uint flags, float sum) {
+    bool poisoned = (flags & VKSM_F_POISON) != 0u || (BY_SUM && (floatBitsToUint(sum) & 0x7fffffffu) > 0x7f800000u);
+    return poisoned || (flags & VKSM_F_FINITE) == 0u;
+}
 
 // ---- group reductions: over a subgroup (SUBGROUP_ROWS) or the workgroup ----
 // A row takes two: the max with the flags' OR (exchanged together), then

@@ -130,6 +130,8 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
 // told by two integer maxima of the bits (+inf and positive NaNs are the
 // largest signed patterns, negative NaNs the unsigned ones above -inf), so
 // the max's value does not matter when there is one.
+// With BY_SUM the bits' maxima are left unread (the compiler drops them)
+// and the row's NaN and +inf are found in its sum instead.
 VksmStat lane_max_and_flags(uint j0, uint j1) {
     float m = vksm_neg_inf();
     uint hu = 0u;
@@ -141,7 +143,7 @@ VksmStat lane_max_and_flags(uint j0, uint j1) {
             hu = max(hu, floatBitsToUint(x));
             hi = max(hi, floatBitsToInt(x));
         }
-    if (hu > 0xff800000u || hi >= 0x7f800000) return VksmStat(-VKSM_FLT_MAX, 0.0, VKSM_F_POISON);
+    if (!BY_SUM && (hu > 0xff800000u || hi >= 0x7f800000)) return VksmStat(-VKSM_FLT_MAX, 0.0, VKSM_F_POISON);
     // Only -inf (or no element) left when the max is -inf.
     if (floatBitsToUint(m) == 0xff800000u) return VksmStat(-VKSM_FLT_MAX, 0.0, 0u);
     return VksmStat(m, 0.0, VKSM_F_FINITE);
@@ -212,7 +214,7 @@ void write_slot(Span row, uint tile_begin, uint p, uint lanes, uint lane, uint j
 // 1.6-2.5x slower on NVIDIA. Narrower accesses keep the interleaved form
 // (write_slot).
 void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bool exps) {
-    bool bad = (s.f & VKSM_F_POISON) != 0u || (s.f & VKSM_F_FINITE) == 0u;
+    bool bad = row_bad(s.f, s.d);
     float inv_d = 1.0 / s.d;
     float log_d = log(s.d);
     if (VEC == 8u) {

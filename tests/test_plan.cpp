@@ -26,6 +26,7 @@ DeviceInfo h200() {
     d.max_workgroup_count[0] = d.max_workgroup_count[1] = d.max_workgroup_count[2] = 0x7fffffff;
     d.max_workgroup_invocations = d.max_workgroup_size_x = 1024;
     d.vendor_id = 0x10DE;
+    d.driver_id = VK_DRIVER_ID_NVIDIA_PROPRIETARY;
     d.memory_model = true;
     return d;
 }
@@ -740,6 +741,41 @@ void expect_wave_geometry(const DeviceInfo& d, const WaveCase& c, bool held, boo
 }
 
 }  // namespace
+
+// How NaN and +inf are found: by the row's sum on NVIDIA's driver (whose
+// exp2 gives 0 for -inf and NaN for NaN), element by element on drivers
+// not known to, and by the option where it says; never for the backward
+// pass or Precision::accurate, whose modules test each element.
+TEST(Plan, NonfiniteFoundBySumWhereTheDriverAllows) {
+    const NonfiniteRule nvidia = nonfinite_rule(h200());
+    EXPECT_TRUE(nvidia.by_sum);
+    EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
+    DeviceInfo llvmpipe = h200();
+    llvmpipe.vendor_id = 0x10005;
+    llvmpipe.driver_id = VK_DRIVER_ID_MESA_LLVMPIPE;
+    const NonfiniteRule other = nonfinite_rule(llvmpipe);
+    EXPECT_FALSE(other.by_sum);
+    EXPECT_NE(other.reason.find("each element"), std::string::npos) << other.reason;
+    EXPECT_TRUE(nonfinite_rule(llvmpipe, NonfiniteCheck::by_sum).by_sum);
+    EXPECT_FALSE(nonfinite_rule(h200(), NonfiniteCheck::each_element).by_sum);
+
+    for (uint64_t cols : {10u, 1024u, 4096u, 65536u}) {
+        const Problem p = rows_of(64, cols, Dtype::f16);
+        const Plan plan = plan_geometry(h200(), p);
+        for (uint32_t pass = 0; pass < plan.passes; ++pass)
+            EXPECT_TRUE(plan.key[pass].nonfinite_by_sum) << what(p) << " pass " << pass << ": " << plan.key[pass].id();
+        EXPECT_FALSE(plan_geometry(llvmpipe, p).key[0].nonfinite_by_sum) << what(p);
+        PlanOptions each;
+        each.nonfinite = NonfiniteCheck::each_element;
+        EXPECT_FALSE(plan_geometry(h200(), p, each).key[0].nonfinite_by_sum) << what(p);
+        Problem accurate = p;
+        accurate.precision = Precision::accurate;
+        EXPECT_FALSE(plan_geometry(h200(), accurate).key[0].nonfinite_by_sum) << what(p) << " accurate";
+        Problem backward = p;
+        backward.backward = true;
+        EXPECT_FALSE(plan_geometry(h200(), backward).key[0].nonfinite_by_sum) << what(p) << " backward";
+    }
+}
 
 // The rule for the single-pass path: the memory model first, then what
 // is known of the vendor (taken only where measured faster: on NVIDIA,

@@ -286,6 +286,7 @@ struct Variant {
     Precision precision;
     uint32_t subgroup_size;
     uint32_t patience = 0;  // single-pass: polling rounds; 0: the plan's
+    NonfiniteCheck nonfinite = NonfiniteCheck::automatic;  // Options::nonfinite
     std::string name() const {
         return std::string(path_name(path)) + (reduction == Reduction::shared ? "/shared" : "/subgroup") +
                (precision == Precision::accurate ? "/accurate" : "/fast") +
@@ -467,6 +468,7 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     if (chunked_path(v.path)) ro.plan.chunk_elements = 1;
     ro.plan.single_pass = SinglePass::allowed;
     ro.plan.single_pass_patience = v.patience;
+    ro.plan.nonfinite = v.nonfinite;
     ro.plan.row_order = c.row_order;
     if (c.backward) {
         p.backward = true;
@@ -535,8 +537,9 @@ std::vector<Result> run(Context& ctx, const Options& options, const std::functio
     std::vector<Result> results;
     for (const Case& c : catalogue(ctx, options.quick)) {
         bool split_ran = false;
-        for (const Variant& v : variants(ctx.info(), options.single_pass)) {
+        for (Variant v : variants(ctx.info(), options.single_pass)) {
             if (!selected(c.name + " " + v.name(), options.filters)) continue;
+            v.nonfinite = options.nonfinite;
             if (c.grid_only && v.path == Path::split) {
                 if (split_ran) continue;
                 split_ran = true;

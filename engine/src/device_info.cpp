@@ -72,6 +72,7 @@ void read_properties(const InstanceFunctions& vk, VkPhysicalDevice pd, const Off
     if (o.driver_properties) {
         info.driver_name = drv.driverName;
         info.driver_info = drv.driverInfo;
+        info.driver_id = drv.driverID;
     }
     info.subgroup_size = sg.subgroupSize;
     info.subgroup_ops = sg.supportedOperations;

@@ -35,7 +35,7 @@ std::string PipelineKey::id() const {
                             (scale_in_exp ? "/scale-in-exp" : "") + (query_major ? "/query-major" : "") +
                             (query_block_shift ? "/block" + std::to_string(1u << query_block_shift) : "")
                       : "") +
-           (backward ? std::string("/backward") + (sinks ? "/sinks" : "") : "");
+           (backward ? std::string("/backward") + (sinks ? "/sinks" : "") : "") + (nonfinite_by_sum ? "/by-sum" : "");
 }
 
 // The backward modules declare the whole block: their sink gradient is
@@ -128,10 +128,10 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
 void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
-    // constant_id 0..9, 16 and 17 of softmax_common.glsl, 10..15, 18 and 19
-    // of softmax_attention.glsl (12, SINKS, of softmax_backward.glsl too),
-    // 20 and 21 of softmax_single_pass.comp; booleans are 32-bit.
-    const std::array<uint32_t, 22> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
+    // constant_id 0..9, 16, 17 and 22 of softmax_common.glsl, 10..15, 18
+    // and 19 of softmax_attention.glsl (12, SINKS, of softmax_backward.glsl
+    // too), 20 and 21 of softmax_single_pass.comp; booleans are 32-bit.
+    const std::array<uint32_t, 23> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                              key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
                                              static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u,
                                              key_.patience, key_.mask, key_.causal ? 1u : 0u, key_.sinks ? 1u : 0u,
@@ -139,8 +139,8 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
                                              key_.mask_per_head ? 1u : 0u, key_.log_overflow_guard ? 1u : 0u,
                                              key_.scale_in_exp ? 1u : 0u, key_.query_major ? 1u : 0u,
                                              key_.query_block_shift, key_.held_chunks ? 1u : 0u,
-                                             key_.gather_ahead};
-    std::array<VkSpecializationMapEntry, 22> entries{};
+                                             key_.gather_ahead, key_.nonfinite_by_sum ? 1u : 0u};
+    std::array<VkSpecializationMapEntry, 23> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares only constant_id 0. ROW_LANES (7) is declared by
     // the shuffle modules alone, PATIENCE (9), 20 and 21 by the single-pass

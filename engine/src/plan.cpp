@@ -522,6 +522,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         plan_attention(d, problem, layout, inv_t, plan, key);
     }
     key.backward = problem.backward;
+    key.nonfinite_by_sum = !problem.backward && !key.accurate && nonfinite_rule(d, options.nonfinite).by_sum;
     plan_row_order(problem, layout, path, options, plan, key);
     // Attention modules never guard: they take T = 1, or their scale as T
     // only where it is 1 or more for log-softmax (the temperature joins the

@@ -25,6 +25,8 @@ struct Options {
     // Whether the catalogue checks the single-pass path too (where the
     // device has what it needs); off after the stress case hung.
     bool single_pass = true;
+    // How the forward shaders find NaN and +inf (PlanOptions::nonfinite).
+    NonfiniteCheck nonfinite = NonfiniteCheck::automatic;
 };
 
 struct Result {

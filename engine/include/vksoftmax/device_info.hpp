@@ -15,6 +15,7 @@ struct DeviceInfo {
     std::string name;
     std::string driver_name;  // VkPhysicalDeviceDriverProperties, where known
     std::string driver_info;
+    VkDriverId driver_id = static_cast<VkDriverId>(0);  // 0 where not known
     uint32_t vendor_id = 0, device_id = 0, driver_version = 0, api_version = 0;
     VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
     uint32_t queue_family = 0;  // a family with compute

@@ -82,6 +82,9 @@ struct PipelineKey {
     // bindings 0 y, 1 dx, 2 workspace, 3 dy, 4 each row's sink gradient
     // (written with `sinks`: the forward had sinks).
     bool backward = false;
+    // NONFINITE_BY_SUM (softmax_common.glsl): a row's NaN and +inf are
+    // found by its sum's bits, not element by element (nonfinite_rule()).
+    bool nonfinite_by_sum = false;
 
     std::string id() const;
 };

@@ -72,12 +72,31 @@ struct SinglePassRule {
 };
 SinglePassRule single_pass_rule(const DeviceInfo& device, SinglePass s = SinglePass::automatic);
 
+// How the forward shaders find a row's NaN and +inf (nonfinite_rule()).
+// each_element: every element is tested as it joins the max (two integer
+// maxima of its bits) and exp2's argument is clamped, which any Vulkan
+// device runs right; by_sum: neither, because a NaN or +inf element makes
+// the row's sum NaN, tested once a row, which needs a device whose exp2
+// gives 0 for -inf and NaN for NaN; automatic: by_sum on the drivers
+// known to (engine/src/nonfinite_rule.cpp), each_element elsewhere. The
+// backward pass and Precision::accurate always test each element.
+enum class NonfiniteCheck { automatic, each_element, by_sum };
+const char* nonfinite_check_name(NonfiniteCheck c);
+
+// Whether `device` takes by_sum under `c`, and why (for reports).
+struct NonfiniteRule {
+    bool by_sum = false;
+    std::string reason;
+};
+NonfiniteRule nonfinite_rule(const DeviceInfo& device, NonfiniteCheck c = NonfiniteCheck::automatic);
+
 struct PlanOptions {
     Reduction reduction = Reduction::automatic;
     uint32_t subgroup_size = 0;      // required subgroup size; 0: the device's
     std::optional<Path> path;        // force a path (tests, conformance)
     uint32_t chunk_elements = 0;     // split and single-pass paths: elements per chunk (rounded to a tile)
     SinglePass single_pass = SinglePass::automatic;
+    NonfiniteCheck nonfinite = NonfiniteCheck::automatic;
     // Single-pass path: polling rounds before a workgroup computes the
     // partials still missing itself; 0: the plan's (tests set 1 to take
     // that path on every device).

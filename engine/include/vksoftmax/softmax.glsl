@@ -9,6 +9,12 @@
 //     #define VKSM_INV_T expr      1 / temperature as a float expression (default 1.0)
 //     #define VKSM_ACCURATE expr   bool: the range-reduced exp (same results on
 //                                   every vendor) instead of the driver's exp2
+//     #define VKSM_EXP_UNCLAMPED expr  bool: vksm_element_exp() passes its
+//                                   argument to exp2 unclamped, so that -inf
+//                                   gives exp2(-inf) and NaN exp2(NaN)
+//                                   (default false; only for a driver whose
+//                                   exp2 gives 0 and NaN there, which Vulkan
+//                                   leaves undefined)
 //     #define VKSM_LOG_SHIFT_GUARD expr  bool: log-softmax outputs guard
 //                                   against x - m overflowing (default true);
 //                                   only T > 1 needs it, so define it false
@@ -50,6 +56,9 @@
 
 #ifndef VKSM_INV_T
 #define VKSM_INV_T 1.0
+#endif
+#ifndef VKSM_EXP_UNCLAMPED
+#define VKSM_EXP_UNCLAMPED false
 #endif
 #ifndef VKSM_ACCURATE
 #define VKSM_ACCURATE false
@@ -107,9 +116,10 @@ float vksm_scaled_exp(float t) {
 // bound by per-element work): no select, because the argument is clamped
 // where 2^t is exactly 0 in fp32 (2^-200 is far below the smallest
 // subnormal), so a -inf element (x - m = -inf) gives exactly 0 without ever
-// reaching exp of -inf.
+// reaching exp of -inf. VKSM_EXP_UNCLAMPED leaves the clamp out.
 float vksm_element_exp(float t) {
     if (VKSM_ACCURATE) return vksm_scaled_exp(t);
+    if (VKSM_EXP_UNCLAMPED) return exp2(t * (VKSM_INV_T * 1.44269504));
     return exp2(max(t * (VKSM_INV_T * 1.44269504), -200.0));
 }
 
