@@ -226,10 +226,11 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
         options.single_pass = ok;
     }
     for (const auto& r : conformance::run(ctx, options, print)) add(r);
+    const NonfiniteRule nonfinite = nonfinite_rule(d, o.nonfinite);
     return {{"device", identity(d)},
             {"single_pass", single_pass},
-            {"nonfinite", {{"check", nonfinite_check_name(o.nonfinite)}, {"by_sum", nonfinite_rule(d, o.nonfinite).by_sum},
-                           {"reason", nonfinite_rule(d, o.nonfinite).reason}}},
+            {"nonfinite",
+             {{"check", nonfinite_check_name(o.nonfinite)}, {"by_sum", nonfinite.by_sum}, {"reason", nonfinite.reason}}},
             {"worst_f32_rel_fast", worst_rel_fast},
             {"worst_f32_rel_accurate", worst_rel_accurate},
             {"results", results}};

@@ -549,6 +549,38 @@ TEST_F(Gpu, SpikeInEveryPartial) {
         }
 }
 
+namespace {
+
+// Nine rows of `cols` random logits, each with a non-finite or extreme
+// pattern (the comments give the expected outputs), and the column that
+// rows 0, 4 and 8 use.
+struct NonFiniteInput {
+    std::vector<float> x;
+    uint64_t at;
+};
+NonFiniteInput nonfinite_rows(uint64_t cols, uint32_t seed, Dtype dt) {
+    NonFiniteInput in{random_logits(9 * cols, seed), (seed % (cols - 1)) + 1};
+    auto row = [&](uint64_t r) { return in.x.begin() + static_cast<long>(r * cols); };
+    const uint64_t at = in.at;
+    row(0)[at] = kNaN;                                                                  // NaN -> NaN row
+    row(1)[cols - 1 - at] = kInf;                                                       // +inf -> NaN row
+    std::fill(row(2), row(3), -kInf);                                                   // all -inf -> NaN row
+    for (uint64_t i = 0; i < cols; i += 2) row(3)[i] = -kInf;                           // -inf elements -> 0 / -inf
+    std::fill(row(4), row(5), -kInf);
+    row(4)[at] = 1.5f;                                                                  // one finite among -inf -> 1 / 0
+    for (uint64_t i = 0; i < cols; ++i) row(5)[i] = (i % 3 == 0) ? FLT_MAX : -FLT_MAX;  // extremes
+    std::fill(row(6), row(7), 0.0f);
+    for (uint64_t i = 1; i < cols; i += 2) row(6)[i] = -0.0f;                           // +-0: uniform
+    for (uint64_t i = 0; i < cols; ++i) row(7)[i] = (i & 1) ? 1e-40f : -1e-42f;         // subnormals
+    row(8)[at] = -kInf;
+    row(8)[0] = kNaN;                                                                   // NaN wins over -inf
+    if (dt == Dtype::f16)
+        for (uint64_t i = 0; i < cols; ++i) row(5)[i] = (i % 3 == 0) ? 65504.f : -65504.f;
+    return in;
+}
+
+}  // namespace
+
 // SciPy/PyTorch semantics, checked exactly on every path, with each
 // element tested and with the row's sum tested (NonfiniteCheck).
 TEST_F(Gpu, NonFiniteRows) {
@@ -556,41 +588,24 @@ TEST_F(Gpu, NonFiniteRows) {
         for (uint64_t cols : {7u, 1000u, 65537u})
             for (Dtype dt : {Dtype::f32, Dtype::f16})
                 for (bool log : {false, true}) {
-                    const uint32_t seed = fresh_seed();
-                    auto x = random_logits(9 * cols, seed);
-                    auto row = [&](uint64_t r) { return x.begin() + static_cast<long>(r * cols); };
-                    const uint64_t at = (seed % (cols - 1)) + 1;
-                    row(0)[at] = kNaN;                                    // NaN -> NaN row
-                    row(1)[cols - 1 - at] = kInf;                         // +inf -> NaN row
-                    std::fill(row(2), row(3), -kInf);                     // all -inf -> NaN row
-                    for (uint64_t i = 0; i < cols; i += 2) row(3)[i] = -kInf;  // -inf elements -> 0 / -inf
-                    std::fill(row(4), row(5), -kInf);
-                    row(4)[at] = 1.5f;                                    // one finite among -inf -> 1 / 0
-                    for (uint64_t i = 0; i < cols; ++i) row(5)[i] = (i % 3 == 0) ? FLT_MAX : -FLT_MAX;  // extremes
-                    std::fill(row(6), row(7), 0.0f);
-                    for (uint64_t i = 1; i < cols; i += 2) row(6)[i] = -0.0f;  // +-0: uniform
-                    for (uint64_t i = 0; i < cols; ++i) row(7)[i] = (i & 1) ? 1e-40f : -1e-42f;  // subnormals
-                    row(8)[at] = -kInf;
-                    row(8)[0] = kNaN;  // NaN wins over -inf
-                    if (dt == Dtype::f16)
-                        for (uint64_t i = 0; i < cols; ++i) row(5)[i] = (i % 3 == 0) ? 65504.f : -65504.f;
+                    const NonFiniteInput in = nonfinite_rows(cols, fresh_seed(), dt);
                     Problem p;
                     p.shape = {9, cols, 1};
                     p.dtype = dt;
                     p.log = log;
                     PlanOptions opts;
                     opts.nonfinite = check;
-                    Outcome o = run_and_compare(p, x, opts);
-                    ASSERT_EQ(o.plan.key[o.plan.passes - 1].nonfinite_by_sum, check == NonfiniteCheck::by_sum);
+                    Outcome o = run_and_compare(p, in.x, opts);
                     const std::string what = describe(p, opts) + " via " + path_name(o.plan.path) + ", NaN and +inf " +
                                              nonfinite_check_name(check);
+                    ASSERT_EQ(o.plan.key[o.plan.passes - 1].nonfinite_by_sum, check == NonfiniteCheck::by_sum) << what;
                     EXPECT_EQ(o.acc.nonfinite_mismatches, 0u) << what << ": " << o.acc.describe();
                     for (uint64_t r : {0u, 1u, 2u, 8u})
                         for (uint64_t i = 0; i < cols; ++i)
                             ASSERT_TRUE(std::isnan(o.got[r * cols + i])) << what << ": row " << r << " element " << i;
                     for (uint64_t i = 0; i < cols; i += 2)
                         ASSERT_EQ(o.got[3 * cols + i], log ? -INFINITY : 0.0) << what << ": -inf element " << i;
-                    EXPECT_EQ(o.got[4 * cols + at], log ? 0.0 : 1.0) << what;
+                    EXPECT_EQ(o.got[4 * cols + in.at], log ? 0.0 : 1.0) << what;
                     const Bound b = accuracy_bound(dt, log);
                     EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << what << ": " << o.acc.describe();
                 }
