@@ -93,6 +93,11 @@ struct Timing {
     double median_us = 0, min_us = 0;
     double gbps = 0;  // bytes counted / median time
     std::vector<double> samples_us;  // every repeat, in the order taken
+    // The medians of the timings taken before this one that the next one
+    // did not confirm (time_calls() in bench.cpp): empty where the first
+    // two agreed.
+    std::vector<double> unsettled_medians_us;
+    bool settled = true;  // false: the last two timings taken disagreed too
 };
 
 struct Row {

@@ -1,6 +1,7 @@
 // vksoftmax bench: softmax timed with timestamp queries against the device's
 // copy ceiling; table on stdout, progress on stderr, JSON/CSV/plot on request.
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -209,6 +210,11 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
     for (size_t i = 0; i < cases.size(); ++i) {
         progress(fmt::format("[{}/{}] {} {}", i + 1, cases.size(), dtype_name(cases[i].dtype), cases[i].name()));
         bench::Row row = bench::measure(ctx, cases[i], o, buffers.get());
+        if (!row.t.unsettled_medians_us.empty())
+            fmt::print(stderr, "bench: {} {}: {:.2f} us {}; before: {:.2f} us\n", dtype_name(cases[i].dtype),
+                       cases[i].name(), row.t.median_us,
+                       row.t.settled ? "once two timings in a row agreed" : "in the last timing, none agreeing",
+                       fmt::join(row.t.unsettled_medians_us, ", "));
         const uint64_t bytes = row.bytes / 2;
         if (!ceilings.count(bytes)) ceilings[bytes] = bench::measure_copy(ctx, bytes, follow, buffers.get());
         row.ceiling = ceilings[bytes];
@@ -295,6 +301,8 @@ nlohmann::json row_json(const bench::Row& r, const Measured& m) {
             {"median_us", r.t.median_us},
             {"min_us", r.t.min_us},
             {"samples_us", r.t.samples_us},
+            {"unsettled_medians_us", r.t.unsettled_medians_us},
+            {"settled", r.t.settled},
             {"above_floor_us", above_floor(r, m)},
             {"gbps", r.t.gbps},
             {"copy_us", r.ceiling.median_us},
