@@ -140,7 +140,7 @@ constexpr int kMaxTimings = 4;
 // Times `call` as time_once() does, then again right after, the GPU kept
 // busy in between, until two consecutive timings agree; the last is
 // reported, the medians before it kept in unsettled_medians_us. After the
-// GPU idles while the CPU checks a case, an H200 has run the case 1.5-3x
+// GPU idles while the CPU checks a case, an H200 has run the case 2.4-3.1x
 // slower for the whole of a first timing (a 300 ms warm-up and 9 repeats,
 // every repeat alike) and at its usual speed in a second timing taken
 // right after, on the same pipeline and buffers (bench/NOTES.md, v50).
