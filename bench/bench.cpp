@@ -132,38 +132,41 @@ Timing time_once(Context& ctx, const Options& o, double warmup_ms, uint64_t byte
     return t;
 }
 
-// Two consecutive timings agree when their medians are within 3% of the
-// smaller; at most kMaxTimings are taken.
-constexpr double kSettledFraction = 0.03;
-constexpr int kMaxTimings = 4;
-
 // Times `call` as time_once() does, then again right after, the GPU kept
-// busy in between, until two consecutive timings agree; the last is
-// reported, the medians before it kept in unsettled_medians_us. After the
-// GPU idles while the CPU checks a case, an H200 has run the case 2.4-3.1x
-// slower for the whole of a first timing (a 300 ms warm-up and 9 repeats,
-// every repeat alike) and at its usual speed in a second timing taken
-// right after, on the same pipeline and buffers (bench/NOTES.md, v50).
+// busy in between, until two consecutive timings agree (settle()). After
+// the GPU idles while the CPU checks a case, an H200 has run the case
+// 2.4-3.1x slower for the whole of a first timing (a 300 ms warm-up and 9
+// repeats, every repeat alike) and at its usual speed in a second timing
+// taken right after, on the same pipeline and buffers (bench/NOTES.md, v50).
 template <typename Call>
 Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call, const Gaps* gaps = nullptr) {
     if (!ctx.info().timestamps()) throw Error(ErrorKind::unsupported, ctx.info().name + " has no timestamps");
     // The clocks are up after the first timing: a shorter warm-up serves.
     const double follow_ms = std::min(o.warmup_ms, 100.0);
-    Timing t = time_once(ctx, o, o.warmup_ms, bytes, call, gaps);
+    return settle(time_once(ctx, o, o.warmup_ms, bytes, call, gaps),
+                  [&] { return time_once(ctx, o, follow_ms, bytes, call, gaps); });
+}
+
+}  // namespace
+
+bool timings_agree(const Timing& a, const Timing& b) {
+    return std::abs(a.median_us - b.median_us) <= kSettledFraction * std::min(a.median_us, b.median_us);
+}
+
+Timing settle(Timing first, const std::function<Timing()>& next) {
+    Timing t = std::move(first);
     std::vector<double> unsettled;
     bool settled = false;
     for (int taken = 1; taken < kMaxTimings && !settled; ++taken) {
-        Timing next = time_once(ctx, o, follow_ms, bytes, call, gaps);
-        settled = std::abs(next.median_us - t.median_us) <= kSettledFraction * std::min(next.median_us, t.median_us);
+        Timing again = next();
+        settled = timings_agree(t, again);
         if (!settled) unsettled.push_back(t.median_us);
-        t = std::move(next);
+        t = std::move(again);
     }
     t.unsettled_medians_us = std::move(unsettled);
     t.settled = settled;
     return t;
 }
-
-}  // namespace
 
 std::string Case::name() const { return std::to_string(shape.outer) + "x" + std::to_string(shape.axis); }
 

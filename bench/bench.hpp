@@ -2,6 +2,7 @@
 // the device's copy ceiling timed the same way.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,6 +100,16 @@ struct Timing {
     std::vector<double> unsettled_medians_us;
     bool settled = true;  // false: the last two timings taken disagreed too
 };
+
+// Two timings agree when their medians are within kSettledFraction of the
+// smaller; a case is timed at most kMaxTimings times (settle()).
+constexpr double kSettledFraction = 0.03;
+constexpr int kMaxTimings = 4;
+bool timings_agree(const Timing& a, const Timing& b);
+// `first`, then `next()` until two timings in a row agree, kMaxTimings in
+// all at most: the last, with the medians before it that the timing after
+// them did not confirm, and whether the last two agreed.
+Timing settle(Timing first, const std::function<Timing()>& next);
 
 struct Row {
     Case c;
