@@ -141,8 +141,7 @@ Timing time_once(Context& ctx, const Options& o, double warmup_ms, uint64_t byte
 template <typename Call>
 Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call, const Gaps* gaps = nullptr) {
     if (!ctx.info().timestamps()) throw Error(ErrorKind::unsupported, ctx.info().name + " has no timestamps");
-    // The clocks are up after the first timing: a shorter warm-up serves.
-    const double follow_ms = std::min(o.warmup_ms, 100.0);
+    const double follow_ms = follow_warmup_ms(o);
     return settle(time_once(ctx, o, o.warmup_ms, bytes, call, gaps),
                   [&] { return time_once(ctx, o, follow_ms, bytes, call, gaps); });
 }

@@ -105,6 +105,12 @@ struct Timing {
 // smaller; a case is timed at most kMaxTimings times (settle()).
 constexpr double kSettledFraction = 0.03;
 constexpr int kMaxTimings = 4;
+// The warm-up of a timing that follows another with the GPU kept busy in
+// between (the settle() retimings, each case's copy ceiling after the
+// case): the clocks are up already, so 100 ms serves where the first
+// timing needs Options::warmup_ms.
+constexpr double kFollowWarmupMs = 100;
+inline double follow_warmup_ms(const Options& o) { return o.warmup_ms < kFollowWarmupMs ? o.warmup_ms : kFollowWarmupMs; }
 bool timings_agree(const Timing& a, const Timing& b);
 // `first`, then `next()` until two timings in a row agree, kMaxTimings in
 // all at most: the last, with the medians before it that the timing after

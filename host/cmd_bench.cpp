@@ -205,7 +205,7 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
     m.ceiling = bench::measure_copy(ctx, m.ceiling_bytes, o, buffers.get());
     // A case's own ceiling follows the case: the clocks are up already.
     bench::Options follow = o;
-    follow.warmup_ms = std::min(o.warmup_ms, 100.0);
+    follow.warmup_ms = bench::follow_warmup_ms(o);
     std::map<uint64_t, bench::Timing> ceilings;
     for (size_t i = 0; i < cases.size(); ++i) {
         progress(fmt::format("[{}/{}] {} {}", i + 1, cases.size(), dtype_name(cases[i].dtype), cases[i].name()));
