@@ -255,6 +255,44 @@ TEST_F(BackwardTest, ClosedForms) {
         }
 }
 
+// bf16 gradients on every kind of dispatch, rounded to nearest even from
+// 2^-100 to 3e37 (the shader rounds a gradient by a split scaled so that
+// nothing overflows, exact from 2^-110 up: softmax_common.glsl, where a
+// form for a narrower range costs fewer operations): log-softmax, y = 0 at
+// column 0 and -inf elsewhere, so that dx = k dy exactly there (exp(-inf)
+// = 0), k = 0.75 (k dy needs 10 bits: exact in fp32, then rounded once to
+// bf16, often at a tie). dy: 3e37, 3e35 and their negatives in a few
+// columns (some lanes hold outputs past 2^111, the rest not, and every
+// partial sum stays finite), values from 2.5e33 down to 2^-100 of both
+// signs elsewhere.
+TEST_F(BackwardTest, Bf16GradientsOfEveryMagnitude) {
+    const float huge[] = {3e37f, -3e37f, 3e35f, -3e35f};
+    const float spread[] = {1e30f, -1e30f, 2.5e33f, -2.5e33f, 1.5f, -1.5f, 3.3f, -7.1e-3f, 7.888609e-31f, -2.2e-20f};
+    for (const Geometry& g : every_kind(ctx().info(), true)) {
+        Problem p = backward_problem(g.rows, g.cols, Dtype::bf16, true, g.inner);
+        p.scale = 0.75;
+        BackwardInputs in;
+        in.y.assign(p.shape.elements(), -kInf);
+        in.dy.assign(p.shape.elements(), 0.0);
+        for (uint64_t r = 0; r < p.shape.rows(); ++r) {
+            auto at = [&](uint64_t i) { return p.shape.row_start(r) + i * p.shape.inner; };
+            in.y[at(0)] = 0.0;
+            for (uint64_t i = 1; i < g.cols; ++i) in.dy[at(i)] = spread[(i + r) % std::size(spread)];
+            // The huge values near the row's start, and the last two at its end.
+            for (uint64_t k = 0; k < 4; ++k) in.dy[at(k < 2 ? 1 + r % 3 + k : g.cols - 4 + k)] = huge[k];
+        }
+        for (double& v : in.dy) v = from_16bit(Dtype::bf16, to_16bit(Dtype::bf16, static_cast<float>(v)));
+        const BackwardOutcome o = run_backward_and_compare(p, in, g.options);
+        for (uint64_t r = 0; r < p.shape.rows(); ++r)
+            for (uint64_t i = 1; i < g.cols; ++i) {
+                const uint64_t e = p.shape.row_start(r) + i * p.shape.inner;
+                const double want = from_16bit(Dtype::bf16, to_16bit(Dtype::bf16, static_cast<float>(0.75 * in.dy[e])));
+                ASSERT_EQ(o.got[e], want) << g.what << ", " << describe(p, g.options) << ": row " << r << ", column " << i
+                                          << ": dx of dy " << in.dy[e] << " (y -inf, k 0.75)";
+            }
+    }
+}
+
 // A backward problem of a forward with sinks (heads 2 where the rows
 // allow, else 1), its y from those sinks, through run_backward() and the
 // CPU reference: dx and each row's sink gradient.

@@ -301,7 +301,9 @@ TEST_F(Gpu, RowsOfFewLanes) {
 // (rows of 1009), with the values that set it apart from fp16: logits of
 // 1e30 (fp16's range ends at 65504) and 3e38, NaN, +-inf and -inf rows.
 // Closed forms: a row of -1e30 with one 1e30 is one-hot (log: 0 and
-// -2e30); equal logits of 3e38 give 1/n each, rounded to bf16.
+// -2e30); equal logits of 3e38 give 1/n each, rounded to bf16; the same
+// one-hot row with one logit of -3e35 is 0 there (log: -3e35, one lane's
+// output far past the others').
 TEST_F(Gpu, Bf16OnEveryPath) {
     const DeviceInfo& d = ctx().info();
     struct Rows {
@@ -324,6 +326,8 @@ TEST_F(Gpu, Bf16OnEveryPath) {
                 }
                 x[at(2, 3)] = kNaN;
                 x[at(3, r.cols - 1)] = kInf;
+                for (uint64_t i = 0; i < r.cols; ++i) x[at(5, i)] = x[at(0, i)];
+                x[at(5, 1)] = -3e35f;
                 Outcome out = run_and_compare(p, x, o);
                 const Bound b = accuracy_bound(p.dtype, p.log);
                 EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(p, o) << ": " << out.acc.describe();
@@ -351,6 +355,9 @@ TEST_F(Gpu, Bf16OnEveryPath) {
                 for (uint64_t i = 0; i < r.cols; ++i) {
                     const double hot = i == r.cols / 2 ? (log ? 0.0 : 1.0) : cold;
                     ASSERT_EQ(out.got[at(0, i)], hot) << describe(p, o) << ": row 0 (one-hot at 1e30), element " << i;
+                    const double with_huge = i == 1 ? (log ? bf16(-3e35) : 0.0) : hot;  // log: -3e35 - 1e30
+                    ASSERT_EQ(out.got[at(5, i)], with_huge)
+                        << describe(p, o) << ": row 5 (one-hot at 1e30, -3e35 at 1), element " << i;
                     ASSERT_NEAR(out.got[at(1, i)], uniform, std::fabs(uniform) * b.rel)
                         << describe(p, o) << ": row 1 (all 3e38), element " << i;
                     ASSERT_TRUE(std::isnan(out.got[at(2, i)]) && std::isnan(out.got[at(4, i)]))
