@@ -382,7 +382,7 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--sigma", a->sigma, "Standard deviation of the random logits (default 4, as the peers)");
     sub->add_flag("--stats", a->stats, "Print the driver's pipeline statistics (registers, spills), where offered");
     sub->add_option("--wg", a->wg, "Tuning: force the workgroup size (power of two)");
-    sub->add_option("--slots", a->slots, "Tuning: force the vec4 slots per invocation (rows per subgroup for rows held one per slot)");
+    sub->add_option("--slots", a->slots, "Tuning: force the vec4 slots per invocation (rows per subgroup for rows held one per slot); past what holds the row, cut to it");
     sub->add_option("--batch", a->batch,
                     "Also time N copies of each case: as one batch (vksm_record_batch), and as N records with a barrier each");
     sub->add_option("--attention", a->attention,

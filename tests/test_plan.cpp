@@ -625,6 +625,16 @@ TEST(Plan, RejectsWhatItCannotPlan) {
     EXPECT_EQ(empty.passes, 0u);
 }
 
+namespace {
+// Plan options forcing a path and its slot count.
+PlanOptions forced_slots(Path path, uint32_t slots) {
+    PlanOptions o;
+    o.path = path;
+    o.slots = slots;
+    return o;
+}
+}  // namespace
+
 // Forced geometries stay within the vec4 slots the plan's own largest
 // workgroups hold (1024 x 8, 512 x 16): past them, NVIDIA 580.159.04 built
 // 16-bit workgroup rows into wrong pipelines. A workgroup size forced with
@@ -662,10 +672,7 @@ TEST(Plan, ForcedGeometryWithinTheSlotsAWorkgroupHolds) {
     }
     // Slots forced alone on a row the plan gives 1024 invocations: the
     // workgroup halves to 512.
-    PlanOptions slots_only;
-    slots_only.path = Path::workgroup_row;
-    slots_only.slots = 16;
-    const Plan halved = plan_geometry(d, rows_of(3, 40000), slots_only);
+    const Plan halved = plan_geometry(d, rows_of(3, 40000), forced_slots(Path::workgroup_row, 16));
     EXPECT_EQ(halved.key[0].workgroup_size, 512u) << "f32 3x40000 forced to 16 slots";
     EXPECT_EQ(halved.key[0].slots, 16u) << "f32 3x40000 forced to 16 slots";
     DeviceInfo counted = d;
@@ -682,6 +689,40 @@ TEST(Plan, ForcedGeometryWithinTheSlotsAWorkgroupHolds) {
                             << (backward ? "backward " : "") << dtype_name(dt) << " " << rows << "x" << cols
                             << ", dispatch " << pass << ": " << plan.key[pass].workgroup_size << " x "
                             << plan.key[pass].slots << " slots";
+                }
+}
+
+// Slots forced past what holds a row are cut to what does, on both row
+// paths: the tile still holds the row and one step fewer would not (two
+// for 16-byte fp16 pairs). Counts that leave the tile shorter than the row
+// are kept (the row is read in tiles). On NVIDIA 580.159.04 workgroup
+// rows of 700-1500 elements at 64 x 7-16 slots gave NaN rows (bench/NOTES.md, v51).
+TEST(Plan, ForcedSlotsCutToTheRow) {
+    const DeviceInfo d = h200();
+    const Plan cut = plan_geometry(d, rows_of(3, 1000), forced_slots(Path::workgroup_row, 9));
+    EXPECT_EQ(cut.key[0].workgroup_size, 64u) << "f32 3x1000, workgroup rows forced to 9 slots";
+    EXPECT_EQ(cut.key[0].slots, 4u) << "f32 3x1000, workgroup rows forced to 9 slots: 4 x 64 x 4 holds the row";
+    for (Path path : {Path::workgroup_row, Path::subgroup_row})
+        for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
+            for (uint64_t cols : {700, 1000, 1500, 4096})
+                for (uint32_t forced = 1; forced <= 16; ++forced) {
+                    const Plan plan = plan_geometry(d, rows_of(3, cols, dt), forced_slots(path, forced));
+                    const PipelineKey& k = plan.key[0];
+                    const uint64_t lanes = path == Path::subgroup_row ? d.subgroup_size : k.workgroup_size;
+                    const uint64_t window = cols + (k.odd_rows ? k.vec - 1 : 0);
+                    const uint32_t step = k.vec == 8 ? 2 : 1;
+                    const std::string which = std::string(path_name(path)) + " " + dtype_name(dt) + " 3x" +
+                                              std::to_string(cols) + " forced to " + std::to_string(forced) +
+                                              " slots, planned " + std::to_string(k.slots);
+                    EXPECT_LE(k.slots, forced) << which;
+                    if (4ull * forced * lanes < cols) {
+                        EXPECT_EQ(k.slots, forced) << which << ": a tile shorter than the row keeps its count";
+                        continue;
+                    }
+                    EXPECT_GE(4ull * k.slots * lanes, window) << which << ": the tile no longer holds the row";
+                    if (k.slots > step) {
+                        EXPECT_LT(4ull * (k.slots - step) * lanes, window) << which << ": not cut";
+                    }
                 }
 }
 

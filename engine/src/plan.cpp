@@ -359,8 +359,22 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
     return g;
 }
 
+// A row path's slots forced past what holds the row, cut to what does:
+// the extra slots would hold nothing, and on NVIDIA 580.159.04 such tiles
+// (workgroup rows of 700-1500 elements at 64 x 7-16 slots, two to four
+// times the row) gave NaN rows where the row's NaN and +inf are found by
+// its sum, while every geometry that the row fills passed (bench/NOTES.md,
+// v51). Counts that leave the tile shorter than the row are kept: the
+// row is read tile by tile.
+void cut_slots_to_row(Geometry& g, const Problem& problem, const Limits& l, Path path, bool slot_rows) {
+    if (chunked(path) || slot_rows) return;
+    const uint64_t lanes = g.subgroup_rows ? l.subgroup_size : g.workgroup_size;
+    g.slots = std::min(g.slots, slots_for(problem, path, l, div_up(row_window(problem, path, l), 4 * lanes), kMaxSlots));
+}
+
 // Tuning overrides of the workgroup size and slot count: the shaders stay
-// correct for any geometry (rows longer than a tile are folded tile by tile).
+// correct for any geometry (rows longer than a tile are folded tile by
+// tile), with the slots cut to the row (cut_slots_to_row()).
 void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& options, const Limits& l, Path path,
                      bool slot_rows) {
     if (!options.workgroup_size && !options.slots) return;
@@ -385,6 +399,7 @@ void apply_overrides(Geometry& g, const Problem& problem, const PlanOptions& opt
                     "workgroup of " + std::to_string(g.workgroup_size) + " x " + std::to_string(g.slots) +
                         " slots: at most " + std::to_string(kMaxWorkgroupSlots) +
                         " vec4 slots a workgroup (1024 x 8, 512 x 16)");
+    if (options.slots) cut_slots_to_row(g, problem, l, path, slot_rows);
     if (g.subgroup_rows) {
         g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
         g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);

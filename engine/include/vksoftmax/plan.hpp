@@ -113,7 +113,8 @@ struct PlanOptions {
     uint32_t slots = 0;              // override of vec4 slots per invocation (rows_per_slot: rows
                                      // per subgroup, one per slot); 0: the plan's choice. At most
                                      // 16, and 8192 a workgroup: alone, it halves the plan's
-                                     // workgroup to fit; with workgroup_size past it, refused
+                                     // workgroup to fit; with workgroup_size past it, refused.
+                                     // A row path's count past what holds the row is cut to it
 };
 
 struct Plan {
