@@ -694,7 +694,9 @@ TEST(Plan, ForcedGeometryWithinTheSlotsAWorkgroupHolds) {
 
 // Slots forced past what holds a row are cut to what does, on both row
 // paths: the tile still holds the row and one step fewer would not (two
-// for 16-byte fp16 pairs). Counts that leave the tile shorter than the row
+// where the forced count is even: an even count stays even, so that
+// 16-bit rows keep their 16-byte accesses, and a row of 8 forced to 2
+// slots still takes one). Counts that leave the tile shorter than the row
 // are kept (the row is read in tiles). On NVIDIA 580.159.04 workgroup
 // rows of 700-1500 elements at 64 x 7-16 slots gave NaN rows (bench/NOTES.md, v51).
 TEST(Plan, ForcedSlotsCutToTheRow) {
@@ -702,6 +704,9 @@ TEST(Plan, ForcedSlotsCutToTheRow) {
     const Plan cut = plan_geometry(d, rows_of(3, 1000), forced_slots(Path::workgroup_row, 9));
     EXPECT_EQ(cut.key[0].workgroup_size, 64u) << "f32 3x1000, workgroup rows forced to 9 slots";
     EXPECT_EQ(cut.key[0].slots, 4u) << "f32 3x1000, workgroup rows forced to 9 slots: 4 x 64 x 4 holds the row";
+    const Plan pair = plan_geometry(d, rows_of(3, 8, Dtype::f16), forced_slots(Path::workgroup_row, 2));
+    EXPECT_EQ(pair.key[0].slots, 2u) << "f16 3x8, workgroup rows forced to 2 slots: one 16-byte access a lane";
+    EXPECT_EQ(pair.key[0].vec, 8u) << "f16 3x8, workgroup rows forced to 2 slots";
     for (Path path : {Path::workgroup_row, Path::subgroup_row})
         for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
             for (uint64_t cols : {700, 1000, 1500, 4096})
@@ -710,11 +715,14 @@ TEST(Plan, ForcedSlotsCutToTheRow) {
                     const PipelineKey& k = plan.key[0];
                     const uint64_t lanes = path == Path::subgroup_row ? d.subgroup_size : k.workgroup_size;
                     const uint64_t window = cols + (k.odd_rows ? k.vec - 1 : 0);
-                    const uint32_t step = k.vec == 8 ? 2 : 1;
+                    const uint32_t step = forced % 2 == 0 ? 2 : 1;
                     const std::string which = std::string(path_name(path)) + " " + dtype_name(dt) + " 3x" +
                                               std::to_string(cols) + " forced to " + std::to_string(forced) +
                                               " slots, planned " + std::to_string(k.slots);
                     EXPECT_LE(k.slots, forced) << which;
+                    if (forced % 2 == 0) {
+                        EXPECT_EQ(k.slots % 2, 0u) << which << ": an even count made odd";
+                    }
                     if (4ull * forced * lanes < cols) {
                         EXPECT_EQ(k.slots, forced) << which << ": a tile shorter than the row keeps its count";
                         continue;

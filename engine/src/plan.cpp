@@ -365,11 +365,14 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
 // times the row) gave NaN rows where the row's NaN and +inf are found by
 // its sum, while every geometry that the row fills passed (bench/NOTES.md,
 // v51). Counts that leave the tile shorter than the row are kept: the
-// row is read tile by tile.
+// row is read tile by tile. An even count stays even, so that 16-bit rows
+// keep their 16-byte accesses (each fills a pair of slots).
 void cut_slots_to_row(Geometry& g, const Problem& problem, const Limits& l, Path path, bool slot_rows) {
     if (chunked(path) || slot_rows) return;
     const uint64_t lanes = g.subgroup_rows ? l.subgroup_size : g.workgroup_size;
-    g.slots = std::min(g.slots, slots_for(problem, path, l, div_up(row_window(problem, path, l), 4 * lanes), kMaxSlots));
+    uint32_t holding = slots_for(problem, path, l, div_up(row_window(problem, path, l), 4 * lanes), kMaxSlots);
+    if (g.slots % 2 == 0 && holding % 2 != 0) ++holding;
+    g.slots = std::min(g.slots, holding);
 }
 
 // Tuning overrides of the workgroup size and slot count: the shaders stay
