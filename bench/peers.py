@@ -111,9 +111,11 @@ FOLLOW_WARMUP_S = 0.1
 
 def settle(time_once, warmup_s):
     """time_once(warm-up seconds) -> (median, min), repeated until two medians
-    in a row agree: the last (median, min) and the medians set aside."""
+    in a row agree: the last (median, min), the medians set aside, and
+    whether the last two agreed (False: four taken, none settling)."""
     med, mn = time_once(warmup_s)
     unsettled = []
+    agree = False
     for _ in range(MAX_TIMINGS - 1):
         med2, mn2 = time_once(min(warmup_s, FOLLOW_WARMUP_S))
         agree = abs(med2 - med) <= SETTLED_FRACTION * min(med, med2)
@@ -122,7 +124,7 @@ def settle(time_once, warmup_s):
         med, mn = med2, mn2
         if agree:
             break
-    return med, mn, unsettled
+    return med, mn, unsettled, agree
 
 
 def median_and_min(times):
@@ -201,10 +203,11 @@ def add_timing_args(ap):
 
 def timed_peer(call, x, a, ok):
     """One peer's row entry: graph-timed (the headline) and event-timed, with its check."""
-    g_med, g_min, g_unsettled = time_graph(call, x, a.iters, a.repeats, a.warmup_s)
-    e_med, e_min, e_unsettled = time_events(call, x, a.iters, a.repeats, a.warmup_s)
+    g_med, g_min, g_unsettled, g_settled = time_graph(call, x, a.iters, a.repeats, a.warmup_s)
+    e_med, e_min, e_unsettled, e_settled = time_events(call, x, a.iters, a.repeats, a.warmup_s)
     return {"graph_us": g_med, "graph_min_us": g_min, "events_us": e_med, "events_min_us": e_min, "verified": ok,
-            "graph_unsettled_us": g_unsettled, "events_unsettled_us": e_unsettled}
+            "graph_unsettled_us": g_unsettled, "graph_settled": g_settled,
+            "events_unsettled_us": e_unsettled, "events_settled": e_settled}
 
 
 def eager_and_compile_line(row):
@@ -217,7 +220,7 @@ def eager_and_compile_line(row):
 def graph_floor(iters, repeats, warmup_s):
     """Per call: a CUDA graph of one-element adds, the cheapest kernel node."""
     t = torch.zeros(1, device="cuda")
-    med, mn, _ = time_graph(lambda v: v.add_(1), t, iters, repeats, warmup_s)
+    med, mn, _, _ = time_graph(lambda v: v.add_(1), t, iters, repeats, warmup_s)
     return {"median_us": med, "min_us": mn}
 
 
