@@ -361,10 +361,10 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
 
 // A row path's slots forced past what holds the row, cut to what does:
 // the extra slots would hold nothing, and on NVIDIA 580.159.04 such tiles
-// (workgroup rows of 700-1500 elements at 64 x 7-16 slots, two to four
-// times the row) gave NaN rows where the row's NaN and +inf are found by
-// its sum, while every geometry that the row fills passed (bench/NOTES.md,
-// v51). Counts that leave the tile shorter than the row are kept: the
+// (workgroup rows of 700-1500 elements at 64 x 7-16 slots, 1.7-4.1 times
+// the row) gave NaN rows where the row's NaN and +inf are found by its
+// sum, while every geometry that holds the row in its fewest slots passed
+// (bench/NOTES.md, v51). Counts that leave the tile shorter than the row are kept: the
 // row is read tile by tile. An even count stays even, so that 16-bit rows
 // keep their 16-byte accesses (each fills a pair of slots).
 void cut_slots_to_row(Geometry& g, const Problem& problem, const Limits& l, Path path, bool slot_rows) {
