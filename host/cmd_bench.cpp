@@ -177,6 +177,15 @@ struct Measured {
 // The floor's least warm-up, in ms (measure_all()).
 constexpr double kFloorWarmupMs = 1000;
 
+// On stderr, where a timing was taken again before two in a row agreed
+// (bench::settle()): what was timed, the figure kept, the medians set aside.
+void report_retimed(const std::string& what, const bench::Timing& t) {
+    if (t.unsettled_medians_us.empty()) return;
+    fmt::print(stderr, "bench: {}: {:.2f} us {}; before: {:.2f} us\n", what, t.median_us,
+               t.settled ? "once two timings in a row agreed" : "in the last timing, none agreeing",
+               fmt::join(t.unsettled_medians_us, ", "));
+}
+
 // The floor and the copy ceiling over the largest case, then every case,
 // verified and timed, each beside a copy of its own byte count.
 Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const bench::Options& o, bool fresh_buffers,
@@ -199,10 +208,12 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
     bench::Options floor_options = o;
     floor_options.warmup_ms = std::max(o.warmup_ms, kFloorWarmupMs);
     m.floor = bench::measure_floor(ctx, floor_options, buffers.get());
+    report_retimed("floor", m.floor);
     if (dependencies)
         for (bench::Dependency d : bench::all_dependencies())
             if (bench::can_record(ctx, d)) m.floor_by_dependency.emplace_back(d, bench::measure_floor(ctx, o, buffers.get(), d));
     m.ceiling = bench::measure_copy(ctx, m.ceiling_bytes, o, buffers.get());
+    report_retimed(fmt::format("copy ceiling over {} bytes", m.ceiling_bytes), m.ceiling);
     // A case's own ceiling follows the case: the clocks are up already.
     bench::Options follow = o;
     follow.warmup_ms = bench::follow_warmup_ms(o);
@@ -210,13 +221,12 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
     for (size_t i = 0; i < cases.size(); ++i) {
         progress(fmt::format("[{}/{}] {} {}", i + 1, cases.size(), dtype_name(cases[i].dtype), cases[i].name()));
         bench::Row row = bench::measure(ctx, cases[i], o, buffers.get());
-        if (!row.t.unsettled_medians_us.empty())
-            fmt::print(stderr, "bench: {} {}: {:.2f} us {}; before: {:.2f} us\n", dtype_name(cases[i].dtype),
-                       cases[i].name(), row.t.median_us,
-                       row.t.settled ? "once two timings in a row agreed" : "in the last timing, none agreeing",
-                       fmt::join(row.t.unsettled_medians_us, ", "));
+        report_retimed(fmt::format("{} {}", dtype_name(cases[i].dtype), cases[i].name()), row.t);
         const uint64_t bytes = row.bytes / 2;
-        if (!ceilings.count(bytes)) ceilings[bytes] = bench::measure_copy(ctx, bytes, follow, buffers.get());
+        if (!ceilings.count(bytes)) {
+            ceilings[bytes] = bench::measure_copy(ctx, bytes, follow, buffers.get());
+            report_retimed(fmt::format("copy of {} bytes", bytes), ceilings[bytes]);
+        }
         row.ceiling = ceilings[bytes];
         m.rows.push_back(row);
     }
