@@ -262,9 +262,9 @@ TEST_F(BackwardTest, ClosedForms) {
 // column 0 and -inf elsewhere, so that dx = k dy exactly there (exp(-inf)
 // = 0), k = 0.75 (k dy needs 10 bits: exact in fp32, then rounded once to
 // bf16, often at a tie). dy: 3e37, 3e35 and their negatives in a few
-// columns (some lanes hold outputs past 2^111, the rest not, and every
-// partial sum stays finite), values from 2.5e33 down to 2^-100 of both
-// signs elsewhere.
+// columns (some lanes hold outputs past 2^111, where the unscaled split
+// would overflow, the rest not, and every partial sum stays finite),
+// values from 2.5e33 down to 2^-100 of both signs elsewhere.
 TEST_F(BackwardTest, Bf16GradientsOfEveryMagnitude) {
     const float huge[] = {3e37f, -3e37f, 3e35f, -3e35f};
     const float spread[] = {1e30f, -1e30f, 2.5e33f, -2.5e33f, 1.5f, -1.5f, 3.3f, -7.1e-3f, 7.888609e-31f, -2.2e-20f};

@@ -170,6 +170,12 @@ uint32_t slots_for(const Problem& problem, Path path, const Limits& l, uint64_t 
     return wide_f16 && slots > 1 && slots % 2 != 0 ? std::min(slots + 1, most & ~1u) : slots;
 }
 
+// The fewest slots (at most `most`, as slots_for() rounds them) whose tile
+// over `lanes` lanes holds the row's window.
+uint32_t slots_holding_row(const Problem& problem, Path path, const Limits& l, uint64_t lanes, uint32_t most) {
+    return slots_for(problem, path, l, div_up(row_window(problem, path, l), 4 * lanes), most);
+}
+
 }  // namespace planning
 
 const char* path_name(Path p) {
@@ -270,8 +276,7 @@ Geometry plan_subgroup_rows(const DeviceInfo& d, const Problem& problem, const L
     else if (slot_rows)
         g.slots = kSlotRows;
     else
-        g.slots = slots_for(problem, Path::subgroup_row, l, div_up(row_window(problem, Path::subgroup_row, l), 4ull * sg),
-                            kSubgroupRowSlots);
+        g.slots = slots_holding_row(problem, Path::subgroup_row, l, sg, kSubgroupRowSlots);
     g.workgroup_size = std::min(cap, std::max(sg, g.slots == 1 ? kRowsWorkgroupShort : kRowsWorkgroup));
     g.rows_per_workgroup = rows_per_workgroup(g, l, slot_rows);
     g.items = div_up(problem.shape.rows(), g.rows_per_workgroup);
@@ -310,7 +315,7 @@ Geometry plan_workgroup_row(const DeviceInfo& d, const Problem& problem, const L
         wg = narrow;
     while (wg < l.max_workgroup && 4ull * most * wg < axis) wg *= 2;
     g.workgroup_size = wg;
-    g.slots = slots_for(problem, Path::workgroup_row, l, div_up(axis, 4ull * wg), most);
+    g.slots = slots_holding_row(problem, Path::workgroup_row, l, wg, most);
     return g;
 }
 
@@ -359,18 +364,22 @@ Geometry plan_split(const Problem& problem, const PlanOptions& options, const Li
     return g;
 }
 
+// The lanes a row's tile spans: a subgroup's for subgroup rows, else the
+// workgroup's.
+uint64_t tile_lanes(const Geometry& g, const Limits& l) { return g.subgroup_rows ? l.subgroup_size : g.workgroup_size; }
+
 // A row path's slots forced past what holds the row, cut to what does:
 // the extra slots would hold nothing, and on NVIDIA 580.159.04 such tiles
 // (workgroup rows of 700-1500 elements at 64 x 7-16 slots, 1.7-4.1 times
 // the row) gave NaN rows where the row's NaN and +inf are found by its
 // sum, while every geometry that holds the row in its fewest slots passed
-// (bench/NOTES.md, v51). Counts that leave the tile shorter than the row are kept: the
-// row is read tile by tile. An even count stays even, so that 16-bit rows
-// keep their 16-byte accesses (each fills a pair of slots).
+// (bench/NOTES.md, v51). Counts that leave the tile shorter than the row
+// are kept: the row is read tile by tile. An even count stays even, so
+// that 16-bit rows keep their 16-byte accesses (each fills a pair of
+// slots).
 void cut_slots_to_row(Geometry& g, const Problem& problem, const Limits& l, Path path, bool slot_rows) {
     if (chunked(path) || slot_rows) return;
-    const uint64_t lanes = g.subgroup_rows ? l.subgroup_size : g.workgroup_size;
-    uint32_t holding = slots_for(problem, path, l, div_up(row_window(problem, path, l), 4 * lanes), kMaxSlots);
+    uint32_t holding = slots_holding_row(problem, path, l, tile_lanes(g, l), kMaxSlots);
     if (g.slots % 2 == 0 && holding % 2 != 0) ++holding;
     g.slots = std::min(g.slots, holding);
 }
@@ -466,7 +475,7 @@ void plan_access(const Problem& problem, Path path, const Geometry& g, const Lim
 // loops, since on NVIDIA 580.159.04 the variant holding both forms gave NaN
 // rows for some slot counts (bench/NOTES.md).
 bool long_rows(const Problem& problem, Path path, const Geometry& g, const Limits& l, bool slot_rows) {
-    const uint64_t planned_tile = 4ull * g.slots * (g.subgroup_rows ? l.subgroup_size : g.workgroup_size);
+    const uint64_t planned_tile = 4ull * g.slots * tile_lanes(g, l);
     return !chunked(path) && !slot_rows && row_window(problem, path, l) > planned_tile;
 }
 
