@@ -35,7 +35,7 @@
 #define MAIN_ATTRIBUTES
 #endif
 #extension GL_EXT_shader_16bit_storage : enable
-#ifdef STORAGE_BF16
+#if defined(STORAGE_BF16) || (defined(ATTENTION) && defined(STORAGE_F16))
 #extension GL_EXT_control_flow_attributes : require
 #endif
 #ifdef USE_SUBGROUP
@@ -187,6 +187,19 @@ vec4 unpack_bf16x4(uvec2 p) { return vec4(bf16_lo(p.x), bf16_hi(p.x), bf16_lo(p.
 // fp32 and fp16: the driver unrolls these loops itself, and the modules
 // keep their code exactly.
 #define UNROLL_SLOTS
+#endif
+// The 16-byte load loop of a tile (load_tile()) in the attention modules
+// of 16-bit types, unrolled: with the mask's term in it, NVIDIA's compiler
+// (580.159.04) left it rolled at 9-16 slots and the slots went to local
+// memory. H200, masked rows of 8192 (128 x 16 slots): f16 265 -> 136 us,
+// bf16 277 -> 138, causal f16 214 -> 79; rows of 512-4096 (4-8 slots)
+// unchanged. Unrolling every slot loop of those modules instead gave NaN
+// rows of 4097 on that driver (bench/NOTES.md, v52); the other modules keep
+// their code exactly.
+#if defined(ATTENTION) && defined(STORAGE_16BIT)
+#define UNROLL_TILE_LOADS [[unroll]]
+#else
+#define UNROLL_TILE_LOADS
 #endif
 #ifdef STORAGE_16BIT
 #define V4 uvec2

@@ -103,7 +103,7 @@ vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane SOURCE_P
 void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
     if (VEC == 8u) {
         // One 16-byte access fills a pair of slots (the plan keeps SLOTS even).
-        for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+        UNROLL_TILE_LOADS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
             uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
             vec4 a = vec4(MISSING), b = vec4(MISSING);
             if (!whole_vector(row, i)) {
