@@ -35,6 +35,8 @@
 #define MAIN_ATTRIBUTES
 #endif
 #extension GL_EXT_shader_16bit_storage : enable
+// [[unroll]]: UNROLL_SLOTS (bf16) and UNROLL_TILE_LOADS (attention modules
+// of 16-bit types, below; STORAGE_16BIT is not defined yet here).
 #if defined(STORAGE_BF16) || (defined(ATTENTION) && defined(STORAGE_F16))
 #extension GL_EXT_control_flow_attributes : require
 #endif
