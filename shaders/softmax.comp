@@ -118,10 +118,10 @@ void main() MAIN_ATTRIBUTES {
     // (w % chunks) of row (w / chunks).
     uint items = pc.rows * pc.chunks;
     for (uint w = first; w < items; w += step) {
-        // Pass 2 walks the items in the reverse of pass 1's order (and
-        // span_write the tiles), so that it first re-reads what pass 1 read
-        // last, while that is still in L2.
-        uint item = KIND == KIND_SPLIT_NORMALIZE ? items - 1u - w : w;
+        // Pass 2 walks the group's items in the reverse of pass 1's order
+        // (and span_write the tiles), so that it first re-reads what pass 1
+        // read last, while that is still in L2.
+        uint item = split_item(w, first, step, items);
         uint r = item / pc.chunks;
         uint begin = (item - r * pc.chunks) * pc.chunk;
         // The chunk's window; the plan counts chunks over the longest

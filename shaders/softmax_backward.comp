@@ -84,7 +84,7 @@ void main() MAIN_ATTRIBUTES {
     // The split passes: work item w is chunk (w % chunks) of row (w / chunks).
     uint items = pc.rows * pc.chunks;
     for (uint w = first; w < items; w += step) {
-        uint item = KIND == KIND_SPLIT_NORMALIZE ? items - 1u - w : w;
+        uint item = split_item(w, first, step, items);
         uint r = item / pc.chunks;
         uint begin = (item - r * pc.chunks) * pc.chunk;
         Span row = row_span(r);
