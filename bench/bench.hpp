@@ -74,6 +74,9 @@ struct Options {
     // With backward: the forward had a sink (one head, logit 0), and each
     // row's sink gradient is written too (its bytes counted).
     bool sinks = false;
+    // Beside each case's copy ceiling, a pass that only reads its bytes and
+    // one that only writes them (Row::read_ceiling, write_ceiling).
+    bool ceilings = false;
 };
 
 // Device buffers every case of a run uses (each case takes the front of
@@ -131,6 +134,9 @@ struct Row {
     bool odd_rows = false;   // vector accesses on rows not a multiple of vec long
     double pass1_us = 0;  // split path: median of pass 1 alone
     Timing ceiling;       // copy of the case's tensor bytes, timed the same way
+    // With Options::ceilings: reading those bytes alone, and writing them
+    // alone, timed the same way (gbps over the bytes once).
+    Timing read_ceiling, write_ceiling;
     Timing batch, singles;        // Options::batch problems: one batch; records with barriers
     bool batch_verified = true;   // every problem of one batch against the reference
     std::vector<std::string> stats;  // driver statistics of each pass, where captured
@@ -144,8 +150,11 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
 
 // copy.comp over `bytes` of input (bytes read + written counted), on
 // `buffers` where given, back to back with the barrier the cases get: the
-// ceiling at that size (tens of MB back to back partly stay in L2).
-Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffers* buffers);
+// ceiling at that size (tens of MB back to back partly stay in L2). With
+// `ceiling` read_only or write_only, the same bytes read or written alone
+// (counted once).
+Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffers* buffers,
+                    Ceiling ceiling = Ceiling::copy);
 
 // The fixed cost of a call: a one-workgroup dispatch that moves 16 bytes,
 // back to back with the same barrier (or `dependency`). No softmax call

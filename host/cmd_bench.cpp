@@ -27,7 +27,7 @@ namespace {
 struct BenchArgs {
     std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass, nonfinite;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false,
-         backward = false, sinks = false;
+         backward = false, sinks = false, ceilings = false;
     uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0, patience = 0, query_block = 0;
     std::string attention, mask_dtype, row_order;
     std::vector<uint64_t> mask_dims;
@@ -138,6 +138,7 @@ bench::Options bench_options(const BenchArgs& a) {
     o.heads = a.heads;
     o.backward = a.backward;
     o.sinks = a.sinks;
+    o.ceilings = a.ceilings;
     o.plan.chunk_elements = a.chunk;
     o.plan.single_pass_patience = a.patience;
     if (a.path == "subgroup-row") o.plan.path = Path::subgroup_row;
@@ -217,17 +218,26 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
     // A case's own ceiling follows the case: the clocks are up already.
     bench::Options follow = o;
     follow.warmup_ms = bench::follow_warmup_ms(o);
-    std::map<uint64_t, bench::Timing> ceilings;
+    // Each ceiling at each size, timed once: (bytes, ceiling) -> timing.
+    std::map<std::pair<uint64_t, Ceiling>, bench::Timing> ceilings;
+    auto ceiling_at = [&](uint64_t bytes, Ceiling c) {
+        const auto key = std::make_pair(bytes, c);
+        if (!ceilings.count(key)) {
+            ceilings[key] = bench::measure_copy(ctx, bytes, follow, buffers.get(), c);
+            report_retimed(fmt::format("{} of {} bytes", ceiling_name(c), bytes), ceilings[key]);
+        }
+        return ceilings[key];
+    };
     for (size_t i = 0; i < cases.size(); ++i) {
         progress(fmt::format("[{}/{}] {} {}", i + 1, cases.size(), dtype_name(cases[i].dtype), cases[i].name()));
         bench::Row row = bench::measure(ctx, cases[i], o, buffers.get());
         report_retimed(fmt::format("{} {}", dtype_name(cases[i].dtype), cases[i].name()), row.t);
         const uint64_t bytes = row.bytes / 2;
-        if (!ceilings.count(bytes)) {
-            ceilings[bytes] = bench::measure_copy(ctx, bytes, follow, buffers.get());
-            report_retimed(fmt::format("copy of {} bytes", bytes), ceilings[bytes]);
+        row.ceiling = ceiling_at(bytes, Ceiling::copy);
+        if (o.ceilings) {
+            row.read_ceiling = ceiling_at(bytes, Ceiling::read_only);
+            row.write_ceiling = ceiling_at(bytes, Ceiling::write_only);
         }
-        row.ceiling = ceilings[bytes];
         m.rows.push_back(row);
     }
     return m;
@@ -280,6 +290,9 @@ bool print_table(const Context& ctx, const bench::Options& o, const Measured& m)
                    r.pass1_us > 0 ? fmt::format("{:.2f}", r.pass1_us) : "", r.attention.empty() ? "" : "  " + r.attention,
                    r.verified ? "" : "  WRONG RESULT");
         for (const std::string& st : r.stats) fmt::print("    {}\n", st);
+        if (o.ceilings)
+            fmt::print("    over its {} bytes: read-only {:.2f} us, write-only {:.2f} us, copy {:.2f} us\n", r.bytes / 2,
+                       r.read_ceiling.median_us, r.write_ceiling.median_us, r.ceiling.median_us);
         if (r.batch.median_us > 0) {
             all_ok = all_ok && r.batch_verified;
             fmt::print("    {} problems: one batch {:.2f} us ({:.2f} per problem); {} records with a barrier each {:.2f} us{}\n",
@@ -317,6 +330,8 @@ nlohmann::json row_json(const bench::Row& r, const Measured& m) {
             {"gbps", r.t.gbps},
             {"copy_us", r.ceiling.median_us},
             {"copy_gbps", r.ceiling.gbps},
+            {"read_only_us", r.read_ceiling.median_us},
+            {"write_only_us", r.write_ceiling.median_us},
             {"ceiling_fraction", ceiling_fraction(r)},
             {"max_rel_error", r.max_rel_error},
             {"verified", r.verified},
@@ -428,6 +443,9 @@ Command add_bench(CLI::App& app) {
                   "Diagnosis: leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered");
     sub->add_flag("--dependencies", a->dependencies,
                   "Also time the floor with each dependency between calls (barriers, synchronization2, events, none)");
+    sub->add_flag("--ceilings", a->ceilings,
+                  "Also time a pass that only reads each case's bytes and one that only writes them, beside its copy "
+                  "(where reads and writes share one bandwidth, the two add up to the copy)");
     sub->add_option("--json", a->json, "Write every figure to this JSON file");
     sub->add_option("--csv", a->csv, "Write the table to this CSV file");
     sub->add_option("--plot", a->plot, "Draw GB/s against size to this PNG (needs gnuplot)");

@@ -21,8 +21,17 @@ const char* kind_name(ShaderKind kind) {
     return "?";
 }
 
+const char* ceiling_name(Ceiling c) {
+    switch (c) {
+        case Ceiling::copy: return "copy";
+        case Ceiling::read_only: return "read-only";
+        case Ceiling::write_only: return "write-only";
+    }
+    return "?";
+}
+
 std::string PipelineKey::id() const {
-    if (copy) return "copy/wg" + std::to_string(workgroup_size);
+    if (copy) return std::string(ceiling_name(ceiling)) + "/wg" + std::to_string(workgroup_size);
     return std::string(dtype_name(dtype)) + (subgroup ? "/sg" : "/shared") + "/wg" + std::to_string(workgroup_size) +
            "/slots" + std::to_string(slots) + "/vec" + std::to_string(vec) + (odd_rows ? "/odd" : "") + (log ? "/log" : "") + (log_overflow_guard ? "/guard" : "") +
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/" + kind_name(kind) +
@@ -142,13 +151,14 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
                                              key_.gather_ahead, key_.nonfinite_by_sum ? 1u : 0u};
     std::array<VkSpecializationMapEntry, 23> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
-    // copy.comp declares only constant_id 0. ROW_LANES (7) is declared by
+    // copy.comp declares constant_id 0 and 1 (MODE). ROW_LANES (7) is declared by
     // the shuffle modules alone, PATIENCE (9), 20 and 21 by the single-pass
     // ones, 10..15, 18 and 19 by the attention ones: an
     // entry for an id a module does not declare is ignored (Vulkan's
     // VkSpecializationInfo).
-    const uint32_t count = key_.copy ? 1u : static_cast<uint32_t>(entries.size());
-    VkSpecializationInfo spec{count, entries.data(), count * 4u, values.data()};
+    const std::array<uint32_t, 2> copy_values = {key_.workgroup_size, static_cast<uint32_t>(key_.ceiling)};
+    const uint32_t count = key_.copy ? static_cast<uint32_t>(copy_values.size()) : static_cast<uint32_t>(entries.size());
+    VkSpecializationInfo spec{count, entries.data(), count * 4u, key_.copy ? copy_values.data() : values.data()};
 
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
         VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};

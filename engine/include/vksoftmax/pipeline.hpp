@@ -30,10 +30,15 @@ enum class ShaderKind : uint32_t {
 };
 const char* kind_name(ShaderKind kind);
 
+// What copy.comp times (its MODE): a copy, or reads or writes alone.
+enum class Ceiling : uint32_t { copy = 0, read_only = 1, write_only = 2 };
+const char* ceiling_name(Ceiling c);
+
 // Which shader variant: a module (storage type, reduction) and the values
 // of its specialization constants. Mirrors softmax_common.glsl.
 struct PipelineKey {
-    bool copy = false;  // copy.comp (the bandwidth ceiling) instead of softmax.comp
+    bool copy = false;  // copy.comp (the bandwidth ceilings) instead of softmax.comp
+    Ceiling ceiling = Ceiling::copy;  // copy.comp's MODE
     Dtype dtype = Dtype::f32;
     bool subgroup = true;  // subgroup arithmetic (else shared-memory tree)
     uint32_t workgroup_size = 256;
