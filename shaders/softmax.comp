@@ -115,22 +115,35 @@ void main() MAIN_ATTRIBUTES {
     }
 
     // KIND_SPLIT_STATISTICS / KIND_SPLIT_NORMALIZE: work item w is chunk
-    // (w % chunks) of row (w / chunks).
+    // c = w % chunks of row w / chunks, which holds the row's tiles c,
+    // c + chunks, c + 2 chunks, ...: the workgroups of a row read and write
+    // it side by side rather than a block each (H200, 580.159.04: f32
+    // 1x16777216 54.6 -> 53.8 us, f16 128x262144 57.7 -> 56.8;
+    // bench/NOTES.md, v55). A row's chunks past its last tile (an ODD_ROWS
+    // row's window may be a tile shorter than the plan's) hold nothing.
+    // The loops are written out here, not through span_stat() and
+    // span_write() given a step between tiles: that form timed rows of one
+    // tile per chunk, whose tiles are the same either way, 1.5-3% slower
+    // than before (f16 1x1048576 8.65 -> 8.91 us), where this one timed
+    // level.
     uint items = pc.rows * pc.chunks;
     for (uint w = first; w < items; w += step) {
-        // Pass 2 walks the group's items in the reverse of pass 1's order
-        // (and span_write the tiles), so that it first re-reads what pass 1
-        // read last, while that is still in L2.
+        // Pass 2 walks the group's items in the reverse of pass 1's order,
+        // and each item's tiles last first, so that it first re-reads what
+        // pass 1 read last, while that is still in L2.
         uint item = split_item(w, first, step, items);
         uint r = item / pc.chunks;
-        uint begin = (item - r * pc.chunks) * pc.chunk;
-        // The chunk's window; the plan counts chunks over the longest
-        // window, so an ODD_ROWS row's last chunk may hold nothing.
+        uint c = item - r * pc.chunks;
         Span row = row_span(r);
-        row.end = max(begin, min(row.end, begin + pc.chunk));
+        uint tiles = (row.end + tile - 1u) / tile;
         if (KIND == KIND_SPLIT_STATISTICS) {
             // Pass 1: the chunk's (m, d) and flags.
-            VksmStat s = span_stat(row, begin, tile, lanes, lane);
+            VksmStat s = vksm_stat_empty();
+            for (uint t = c; t < tiles; t += pc.chunks) {
+                load_tile(row, t * tile, lanes, lane);
+                s = vksm_stat_merge(s, lane_tile_statistic());
+            }
+            s = group_stat(s);
             if (lane == 0u) part[item] = Partial(s.m, s.d, s.f, 0u);
         } else {
             // Pass 2: every workgroup of the row merges all of the row's
@@ -141,7 +154,14 @@ void main() MAIN_ATTRIBUTES {
                 Partial p = part[r * pc.chunks + i];
                 s = vksm_stat_merge(s, VksmStat(p.m, p.d, p.f));
             }
-            span_write(row, begin, tile, lanes, lane, FINISH_ROW(r, group_stat(s), begin == 0u && lane == 0u));
+            VksmStat row_stat = FINISH_ROW(r, group_stat(s), c == 0u && lane == 0u);
+            if (c < tiles) {
+                for (uint t = c + ((tiles - 1u - c) / pc.chunks) * pc.chunks;; t -= pc.chunks) {
+                    load_tile(row, t * tile, lanes, lane);
+                    write_tile(row, t * tile, lanes, lane, row_stat, false);
+                    if (t < pc.chunks) break;
+                }
+            }
         }
     }
 }
