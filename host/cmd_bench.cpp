@@ -361,13 +361,18 @@ void write_json(const std::string& path, const DeviceInfo& d, const bench::Optio
     write_text(path, j.dump(2) + "\n");
 }
 
+// A time for the CSV: empty where it was not measured (0).
+std::string csv_us(double us) { return us > 0 ? fmt::format("{:.3f}", us) : ""; }
+
 void write_csv(const std::string& path, const Measured& m) {
     std::string csv = "dtype,shape,path,passes,bytes,median_us,min_us,above_floor_us,gbps,copy_gbps,ceiling_fraction,"
-                      "max_rel_error,verified\n";
+                      "max_rel_error,verified,pass1_us,copy_us,read_only_us,write_only_us\n";
     for (const auto& r : m.rows)
-        csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.1f},{:.1f},{:.4f},{:.3e},{}\n", dtype_name(r.c.dtype),
-                           r.c.name(), r.path, r.passes, r.bytes, r.t.median_us, r.t.min_us, above_floor(r, m), r.t.gbps,
-                           r.ceiling.gbps, ceiling_fraction(r), r.max_rel_error, r.verified ? 1 : 0);
+        csv += fmt::format("{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.1f},{:.1f},{:.4f},{:.3e},{},{},{},{},{}\n",
+                           dtype_name(r.c.dtype), r.c.name(), r.path, r.passes, r.bytes, r.t.median_us, r.t.min_us,
+                           above_floor(r, m), r.t.gbps, r.ceiling.gbps, ceiling_fraction(r), r.max_rel_error,
+                           r.verified ? 1 : 0, csv_us(r.pass1_us), csv_us(r.ceiling.median_us),
+                           csv_us(r.read_ceiling.median_us), csv_us(r.write_ceiling.median_us));
     write_text(path, csv);
 }
 

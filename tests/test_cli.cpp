@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -282,6 +283,38 @@ TEST_F(Cli, CheckTimeAndJson) {
     for (const char* key : {"\"check\"", "\"max_rel_error\"", "\"gpu_ns\"", "\"pass_ns\"", "\"gb_per_s\"", "\"path\"",
                             "\"ok\": true", "\"device\""})
         EXPECT_NE(j.out.find(key), std::string::npos) << key << " missing: " << j.out;
+}
+
+// `bench --csv` holds every timing the table prints: pass 1 for the split
+// path (empty for a one-pass plan), the copy at the case's size, and with
+// --ceilings the read-only and write-only passes.
+TEST_F(Cli, BenchCsvHoldsEveryTiming) {
+    Result r = cli("bench --shapes 1024x512,1x262144 --dtype f32 --ceilings --iters 2 --repeats 2 --warmup-ms 5 --csv " +
+                   path("t.csv"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::istringstream csv(slurp(path("t.csv")));
+    std::string line;
+    ASSERT_TRUE(std::getline(csv, line));
+    EXPECT_EQ(line,
+              "dtype,shape,path,passes,bytes,median_us,min_us,above_floor_us,gbps,copy_gbps,ceiling_fraction,"
+              "max_rel_error,verified,pass1_us,copy_us,read_only_us,write_only_us");
+    int rows = 0;
+    while (std::getline(csv, line)) {
+        std::vector<std::string> f;
+        std::istringstream fields(line + ",");
+        for (std::string v; std::getline(fields, v, ',');) f.push_back(v);
+        ASSERT_EQ(f.size(), 17u) << "fields in: " << line;
+        ++rows;
+        EXPECT_EQ(f[12], "1") << "not verified: " << line;
+        const bool split = f[2] == "split";
+        EXPECT_EQ(f[3], split ? "2" : "1") << line;
+        if (split)
+            EXPECT_GT(std::atof(f[13].c_str()), 0.0) << "a split row without pass 1's time: " << line;
+        else
+            EXPECT_EQ(f[13], "") << "a one-pass row with a pass 1 time: " << line;
+        for (int k : {14, 15, 16}) EXPECT_GT(std::atof(f[k].c_str()), 0.0) << "column " << k << " empty in: " << line;
+    }
+    EXPECT_EQ(rows, 2);
 }
 
 TEST_F(Cli, ConvertsFloat64AndIntegersWithANote) {
