@@ -10,8 +10,10 @@ vec4 slots[SLOTS];
 
 // Elements [first, end) of a window onto a row: the window starts at
 // element `base` of the tensor, its neighbours `stride` apart. It starts at
-// the row's first element (first = 0) unless ODD_ROWS; the split path's
-// chunks are windows of their own (end at the chunk's end).
+// the row's first element (first = 0) unless ODD_ROWS; the single-pass
+// path's chunks and the backward split's are windows of their own (end at
+// the chunk's end). The forward split's chunks are whole rows' tiles
+// interleaved (softmax.comp).
 // With ATTENTION a span also carries its row's share of the options, and
 // every element is turned into its logit as it is loaded (ATTEND, ATTEND4:
 // column `col` of the row); without, they are the element itself.
@@ -235,8 +237,8 @@ void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bo
 
 #ifndef BACKWARD
 // The group's statistic of the span from `begin` (a multiple of the tile)
-// to its end, read tile by tile (a row longer than one tile, and split
-// pass 1).
+// to its end, read tile by tile (a row longer than one tile, and a
+// single-pass chunk that is not held).
 VksmStat span_stat(Span row, uint begin, uint tile, uint lanes, uint lane) {
     VksmStat s = vksm_stat_empty();
     uint tiles = (row.end - begin + tile - 1u) / tile;

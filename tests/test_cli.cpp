@@ -298,7 +298,7 @@ TEST_F(Cli, BenchCsvHoldsEveryTiming) {
     EXPECT_EQ(line,
               "dtype,shape,path,passes,bytes,median_us,min_us,above_floor_us,gbps,copy_gbps,ceiling_fraction,"
               "max_rel_error,verified,pass1_us,copy_us,read_only_us,write_only_us");
-    int rows = 0;
+    int rows = 0, split_rows = 0;
     while (std::getline(csv, line)) {
         std::vector<std::string> f;
         std::istringstream fields(line + ",");
@@ -307,6 +307,7 @@ TEST_F(Cli, BenchCsvHoldsEveryTiming) {
         ++rows;
         EXPECT_EQ(f[12], "1") << "not verified: " << line;
         const bool split = f[2] == "split";
+        split_rows += split;
         EXPECT_EQ(f[3], split ? "2" : "1") << line;
         if (split)
             EXPECT_GT(std::atof(f[13].c_str()), 0.0) << "a split row without pass 1's time: " << line;
@@ -315,6 +316,7 @@ TEST_F(Cli, BenchCsvHoldsEveryTiming) {
         for (int k : {14, 15, 16}) EXPECT_GT(std::atof(f[k].c_str()), 0.0) << "column " << k << " empty in: " << line;
     }
     EXPECT_EQ(rows, 2);
+    EXPECT_EQ(split_rows, 1) << "1x262144 should take the split path, so that pass 1's column is checked";
 }
 
 TEST_F(Cli, ConvertsFloat64AndIntegersWithANote) {
