@@ -45,6 +45,42 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
     }
 }
 
+// Split pass 2's statistic of row r, known to every lane, in the fp32
+// modules. Where the row has at most a subgroup's partials, each subgroup
+// merges them all by itself, one a lane, with no barrier between the
+// subgroups of a workgroup (H200, 580.159.04: f32 128x151936 64.8 -> 63.2
+// us, 64x151936 33.2 -> 32.2, 128x262144 108.4 -> 106.9). Rows of more
+// partials keep the workgroup's merge: lanes taking several partials each
+// in turn cost more than the barriers save (f32 1x16777216, 512 partials:
+// 54.6 -> 57.6). The 16-bit modules keep the workgroup's merge written
+// out in main(): with this function their batches were 0.5-1% slower
+// (f16 128x262144 57.0 -> 57.7; bench/NOTES.md, v56).
+#if defined(USE_SUBGROUP) && !defined(STORAGE_16BIT)
+VksmStat split_row_stat(uint r, uint lanes, uint lane) {
+    uint first = r * pc.chunks;
+    if (pc.chunks <= gl_SubgroupSize) {
+        // Scalars, not a Partial: glslang mis-built a select between buffer
+        // structs here.
+        float pm = -VKSM_FLT_MAX, pd = 0.0;
+        uint pf = 0u;
+        if (gl_SubgroupInvocationID < pc.chunks) {
+            uint i = first + gl_SubgroupInvocationID;
+            pm = part[i].m;
+            pd = part[i].d;
+            pf = part[i].f;
+        }
+        float m = subgroupMax(pm);
+        return VksmStat(m, subgroupAdd(pd * vksm_scaled_exp(pm - m)), subgroupOr(pf));
+    }
+    VksmStat s = vksm_stat_empty();
+    for (uint i = lane; i < pc.chunks; i += lanes) {
+        Partial p = part[first + i];
+        s = vksm_stat_merge(s, VksmStat(p.m, p.d, p.f));
+    }
+    return group_stat(s);
+}
+#endif
+
 // main() hands out rows (grid-stride) to the dispatch's kind. The kinds
 // other than KIND_ROWS_PER_SLOT are written out here rather than as
 // functions of their own: every such split tried (a row in registers, a row
@@ -149,12 +185,16 @@ void main() MAIN_ATTRIBUTES {
             // Pass 2: every workgroup of the row merges all of the row's
             // partials (a few hundred reads, cheaper than a third dispatch),
             // then normalizes its own chunk.
+#if defined(USE_SUBGROUP) && !defined(STORAGE_16BIT)
+            VksmStat row_stat = FINISH_ROW(r, split_row_stat(r, lanes, lane), c == 0u && lane == 0u);
+#else
             VksmStat s = vksm_stat_empty();
             for (uint i = lane; i < pc.chunks; i += lanes) {
                 Partial p = part[r * pc.chunks + i];
                 s = vksm_stat_merge(s, VksmStat(p.m, p.d, p.f));
             }
             VksmStat row_stat = FINISH_ROW(r, group_stat(s), c == 0u && lane == 0u);
+#endif
             if (c < tiles) {
                 for (uint t = c + ((tiles - 1u - c) / pc.chunks) * pc.chunks;; t -= pc.chunks) {
                     load_tile(row, t * tile, lanes, lane);
