@@ -7,9 +7,11 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <future>
 
 #include "vksoftmax/accuracy.hpp"
 #include "vksoftmax/buffer.hpp"
@@ -89,6 +91,18 @@ struct AttentionMask {
     }
 };
 
+// `calls` calls of `call` in one submission, a compute-to-compute
+// dependency between them, waited for.
+template <typename Call>
+void submit_calls(Context& ctx, uint32_t calls, Call& call) {
+    ctx.submit_and_wait([&](VkCommandBuffer cb) {
+        for (uint32_t i = 0; i < calls; ++i) {
+            if (i) compute_to_compute(ctx, cb);
+            call(cb);
+        }
+    });
+}
+
 // Times `call` (recording one operation) once: warm-up for `warmup_ms`,
 // then o.iters calls between two timestamps, o.repeats times. Between the
 // timed calls: `gaps`' dependency where given, else compute_to_compute().
@@ -96,14 +110,8 @@ template <typename Call>
 Timing time_once(Context& ctx, const Options& o, double warmup_ms, uint64_t bytes, Call& call, const Gaps* gaps) {
     Timer timer(ctx, 2);
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(warmup_ms);
-    do {
-        ctx.submit_and_wait([&](VkCommandBuffer cb) {
-            for (uint32_t i = 0; i < o.iters; ++i) {
-                if (i) compute_to_compute(ctx, cb);
-                call(cb);
-            }
-        });
-    } while (std::chrono::steady_clock::now() < until);
+    do submit_calls(ctx, o.iters, call);
+    while (std::chrono::steady_clock::now() < until);
     std::vector<double> us;
     for (uint32_t r = 0; r < o.repeats; ++r) {
         if (gaps) gaps->reset_events();
@@ -288,22 +296,37 @@ struct Logits {
     std::vector<uint8_t> bytes;
 };
 
-Logits fresh_logits(const Case& c, uint64_t tensor_bytes, float sigma) {
-    const uint64_t n = c.shape.elements();
-    std::mt19937 rng(std::random_device{}());
+// Elements [begin, end) of `l` from their own generator.
+void fill_logits(Dtype dtype, float sigma, uint32_t seed, uint64_t begin, uint64_t end, Logits& l) {
+    std::mt19937 rng(seed);
     std::normal_distribution<float> dist(0.f, sigma);
-    Logits l{std::vector<double>(n), std::vector<uint8_t>(tensor_bytes)};
-    for (uint64_t i = 0; i < n; ++i) {
+    for (uint64_t i = begin; i < end; ++i) {
         float v = dist(rng);
-        if (c.dtype != Dtype::f32) {
-            const uint16_t h = to_16bit(c.dtype, v);
+        if (dtype != Dtype::f32) {
+            const uint16_t h = to_16bit(dtype, v);
             std::memcpy(l.bytes.data() + 2 * i, &h, 2);
-            v = from_16bit(c.dtype, h);
+            v = from_16bit(dtype, h);
         } else {
             std::memcpy(l.bytes.data() + 4 * i, &v, 4);
         }
         l.values[i] = v;
     }
+}
+
+// Drawn in slices on every core: drawn on one thread, the 84M logits of
+// 20480x4096 kept an H200 idle for seconds, and a GPU idle for about a
+// second drops its clock (finish_check(); bench/NOTES.md, v57).
+Logits fresh_logits(const Case& c, uint64_t tensor_bytes, float sigma) {
+    const uint64_t n = c.shape.elements();
+    Logits l{std::vector<double>(n), std::vector<uint8_t>(tensor_bytes)};
+    const uint64_t slices = std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, 32);
+    const uint64_t per_slice = (n + slices - 1) / slices;
+    std::random_device seeds;
+    std::vector<std::future<void>> filled;
+    for (uint64_t begin = 0; begin < n; begin += per_slice)
+        filled.push_back(std::async(std::launch::async, fill_logits, c.dtype, sigma, seeds(), begin,
+                                    std::min(n, begin + per_slice), std::ref(l)));
+    for (std::future<void>& f : filled) f.get();
     return l;
 }
 
@@ -333,14 +356,29 @@ std::vector<double> reference(const Problem& p, const Logits& logits, const Atte
 }
 
 // One call into an output filled with NaN, checked against the CPU
-// reference: a timing of wrong results is no timing.
-void check_one_call(Context& ctx, const Plan& plan, const Logits& logits, const Buffer& out,
-                    const std::function<void(VkCommandBuffer)>& call, const AttentionData& attention, Row& row) {
+// reference: a timing of wrong results is no timing. The call runs and its
+// output is read back here; the float64 reference and the comparison run on
+// a thread of their own while the GPU times the case (finish_check()). A GPU
+// left idle for the reference (0.6-2.2 s on rows of 16M) let an H200's SM
+// clock drop, and timings right after ran 1.3-4x slow, for longer than a
+// warm-up of 200 ms (bench/NOTES.md, v55, v57).
+std::future<Accuracy> start_check(Context& ctx, const Plan& plan, const Logits& logits, const Buffer& out,
+                                  const std::function<void(VkCommandBuffer)>& call, const AttentionData& attention) {
     const Problem& p = plan.problem;
     call_on_poisoned_output(ctx, out, plan.tensor_bytes, p.dtype, call);
     std::vector<uint8_t> host(plan.tensor_bytes);
     download(ctx, out, host.data(), host.size());
-    const Accuracy acc = against_reference(p, host.data(), reference(p, logits, attention));
+    return std::async(std::launch::async, [p, &logits, attention, host = std::move(host)] {
+        return against_reference(p, host.data(), reference(p, logits, attention));
+    });
+}
+
+// The row's verdict from start_check()'s comparison, waited for with the
+// GPU kept busy (`keep_busy` submits work and waits for it), so that the
+// next case does not start on a lowered clock.
+void finish_check(std::future<Accuracy>& check, const Problem& p, Row& row, const std::function<void()>& keep_busy) {
+    while (check.wait_for(std::chrono::seconds(0)) != std::future_status::ready) keep_busy();
+    const Accuracy acc = check.get();
     row.max_rel_error = acc.max_rel;
     row.verified = acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0);
 }
@@ -549,7 +587,9 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
     const BufferRange workspace = workspace_for(ctx, plan, *buffers);
     upload(ctx, *buffers->in, logits.bytes.data(), logits.bytes.size());
     auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace, attention); };
-    check_one_call(ctx, plan, logits, *buffers->out, call, mask.data(), row);
+    // Declared after everything the check's thread reads: a future from
+    // std::async waits for its thread when destroyed, an exception included.
+    std::future<Accuracy> check = start_check(ctx, plan, logits, *buffers->out, call, mask.data());
     row.t = time_calls(ctx, o, row.bytes, call);
     if (plan.passes == 2) {
         // Pass 1 alone, to tell the passes' shares apart.
@@ -559,6 +599,7 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
             time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) { record(ctx, first, cb, in, out, workspace, attention); })
                 .median_us;
     }
+    finish_check(check, plan.problem, row, [&] { submit_calls(ctx, o.iters, call); });
     if (o.batch && o.attention.empty()) measure_batch(ctx, plan, logits, o, row);
     return row;
 }
