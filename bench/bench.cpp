@@ -103,6 +103,14 @@ void submit_calls(Context& ctx, uint32_t calls, Call& call) {
     });
 }
 
+// `pending`'s result, waited for with the GPU running `call` meanwhile, so
+// that the next case does not start on a lowered clock.
+template <typename T, typename Call>
+T wait_with_gpu_busy(Context& ctx, uint32_t calls, Call& call, std::future<T>& pending) {
+    while (pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) submit_calls(ctx, calls, call);
+    return pending.get();
+}
+
 // Times `call` (recording one operation) once: warm-up for `warmup_ms`,
 // then o.iters calls between two timestamps, o.repeats times. Between the
 // timed calls: `gaps`' dependency where given, else compute_to_compute().
@@ -315,7 +323,7 @@ void fill_logits(Dtype dtype, float sigma, uint32_t seed, uint64_t begin, uint64
 
 // Drawn in slices on every core: drawn on one thread, the 84M logits of
 // 20480x4096 kept an H200 idle for seconds, and a GPU idle for about a
-// second drops its clock (finish_check(); bench/NOTES.md, v57).
+// second drops its clock (wait_with_gpu_busy(); bench/NOTES.md, v57).
 Logits fresh_logits(const Case& c, uint64_t tensor_bytes, float sigma) {
     const uint64_t n = c.shape.elements();
     Logits l{std::vector<double>(n), std::vector<uint8_t>(tensor_bytes)};
@@ -357,11 +365,12 @@ std::vector<double> reference(const Problem& p, const Logits& logits, const Atte
 
 // One call into an output filled with NaN, checked against the CPU
 // reference: a timing of wrong results is no timing. The call runs and its
-// output is read back here; the float64 reference and the comparison run on
-// a thread of their own while the GPU times the case (finish_check()). A GPU
-// left idle for the reference (0.6-2.2 s on rows of 16M) let an H200's SM
-// clock drop, and timings right after ran 1.3-4x slow, for longer than a
-// warm-up of 200 ms (bench/NOTES.md, v55, v57).
+// output is read back here; the float64 reference and the comparison run
+// on a thread of their own while the GPU times the case, and are waited
+// for by wait_with_gpu_busy(). A GPU left idle for the reference (0.6-2.2 s
+// on rows of 16M) let an H200's SM clock drop, and timings right after ran
+// 1.3-4x slow, for longer than a warm-up of 200 ms (bench/NOTES.md, v55,
+// v57).
 std::future<Accuracy> start_check(Context& ctx, const Plan& plan, const Logits& logits, const Buffer& out,
                                   const std::function<void(VkCommandBuffer)>& call, const AttentionData& attention) {
     const Problem& p = plan.problem;
@@ -373,12 +382,8 @@ std::future<Accuracy> start_check(Context& ctx, const Plan& plan, const Logits& 
     });
 }
 
-// The row's verdict from start_check()'s comparison, waited for with the
-// GPU kept busy (`keep_busy` submits work and waits for it), so that the
-// next case does not start on a lowered clock.
-void finish_check(std::future<Accuracy>& check, const Problem& p, Row& row, const std::function<void()>& keep_busy) {
-    while (check.wait_for(std::chrono::seconds(0)) != std::future_status::ready) keep_busy();
-    const Accuracy acc = check.get();
+// The row's verdict from start_check()'s comparison.
+void finish_check(const Accuracy& acc, const Problem& p, Row& row) {
     row.max_rel_error = acc.max_rel;
     row.verified = acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0);
 }
@@ -447,8 +452,28 @@ struct FailedBackward {
     const std::vector<double>& ref;
     const std::vector<float>& sink_got;
     const std::vector<double>& sink_ref;
-    std::vector<uint32_t> words;  // the workspace after the call
+    const std::vector<uint32_t>& words;  // the workspace after the call
 };
+
+// The backward check's float64 reference and its comparisons, computed on a
+// thread while the case is timed (as start_check()).
+struct BackwardCheck {
+    std::vector<double> ref, sink_ref;
+    Accuracy dx, sink;
+};
+
+BackwardCheck check_backward(const Problem& p, const std::vector<double>& y, const std::vector<double>& dy,
+                             const std::vector<double>& dx, const std::vector<float>& sink_got) {
+    BackwardCheck c;
+    c.ref.resize(p.shape.elements());
+    c.sink_ref.resize(p.attention.sinks ? p.shape.rows() : 0);
+    cpu::softmax_backward(p, y.data(), dy.data(), c.ref.data(), p.attention.sinks ? c.sink_ref.data() : nullptr);
+    round_to(p.dtype, c.ref);
+    c.dx = compare_backward(p, y, dy, dx, c.ref);
+    if (p.attention.sinks)
+        c.sink = compare_sink_gradient(p, y, dy, std::vector<double>(sink_got.begin(), sink_got.end()), c.sink_ref);
+    return c;
+}
 
 // Chunk c of row r: its dx error and the workspace's partial against the host's.
 void explain_chunk(const FailedBackward& f, const single_pass_workspace::Layout& layout, uint64_t r, uint64_t c,
@@ -478,11 +503,9 @@ void explain_chunk(const FailedBackward& f, const single_pass_workspace::Layout&
         << "; next bank words " << f.words[next] << " " << f.words[next + 1] << " " << f.words[next + 2] << "\n";
 }
 
-void explain_single_pass_backward(Context& ctx, const Buffer& workspace, FailedBackward f) {
+void explain_single_pass_backward(const FailedBackward& f) {
     const Problem& p = f.plan.problem;
     const uint64_t rows = p.shape.rows(), chunks = f.plan.push.chunks;
-    f.words.resize(f.plan.workspace_bytes / 4);
-    download(ctx, workspace, f.words.data(), f.plan.workspace_bytes);
     const single_pass_workspace::Layout layout(f.plan);
     std::ostringstream out;
     out << "  single-pass backward " << p.shape.outer << "x" << p.shape.axis << ": " << chunks << " chunks of "
@@ -538,23 +561,18 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     call_on_poisoned_output(ctx, *buffers->out, plan.tensor_bytes, p.dtype, call);
     std::vector<uint8_t> host(plan.tensor_bytes);
     download(ctx, *buffers->out, host.data(), host.size());
-    std::vector<double> ref(n), sink_ref(p.attention.sinks ? p.shape.rows() : 0);
-    cpu::softmax_backward(p, y.data(), dy.data(), ref.data(), p.attention.sinks ? sink_ref.data() : nullptr);
-    round_to(p.dtype, ref);
-    const Accuracy acc = compare_backward(p, y, dy, to_double(host.data(), n, p.dtype), ref);
-    const double bound = accuracy_bound(p.dtype, p.log).rel;
-    row.max_rel_error = acc.max_rel;
-    row.verified = acc.within(bound, 0.0);
+    const std::vector<double> dx = to_double(host.data(), n, p.dtype);
     std::vector<float> sink_got(p.attention.sinks ? p.shape.rows() : 0);
-    if (sink_gradient) {
-        download(ctx, *sink_gradient, sink_got.data(), plan.sink_gradient_bytes);
-        const Accuracy s = compare_sink_gradient(p, y, dy, std::vector<double>(sink_got.begin(), sink_got.end()), sink_ref);
-        row.max_rel_error = std::max(row.max_rel_error, s.max_rel);
-        row.verified = row.verified && s.within(bound, 0.0);
-    }
-    if (!row.verified && plan.path == Path::single_pass && p.shape.inner == 1)
-        explain_single_pass_backward(ctx, *buffers->workspace,
-                                     {plan, y, dy, to_double(host.data(), n, p.dtype), ref, sink_got, sink_ref, {}});
+    if (sink_gradient) download(ctx, *sink_gradient, sink_got.data(), plan.sink_gradient_bytes);
+    // A single-pass call's workspace, read now for explaining a failure:
+    // the timed calls overwrite it.
+    const bool explainable = plan.path == Path::single_pass && p.shape.inner == 1;
+    std::vector<uint32_t> words(explainable ? plan.workspace_bytes / 4 : 0);
+    if (explainable) download(ctx, *buffers->workspace, words.data(), plan.workspace_bytes);
+    // Declared after everything its thread reads (see measure()).
+    std::future<BackwardCheck> check =
+        std::async(std::launch::async, check_backward, std::cref(p), std::cref(y), std::cref(dy), std::cref(dx),
+                   std::cref(sink_got));
     row.t = time_calls(ctx, o, row.bytes, call);
     if (plan.passes == 2) {
         Plan first = plan;
@@ -563,6 +581,12 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
                            record_backward(ctx, first, cb, y_range, dy_range, dx_range, workspace, sink_range);
                        }).median_us;
     }
+    const BackwardCheck verdict = wait_with_gpu_busy(ctx, o.iters, call, check);
+    const double bound = accuracy_bound(p.dtype, p.log).rel;
+    row.max_rel_error = std::max(verdict.dx.max_rel, verdict.sink.max_rel);
+    row.verified = verdict.dx.within(bound, 0.0) && (!sink_gradient || verdict.sink.within(bound, 0.0));
+    if (!row.verified && explainable)
+        explain_single_pass_backward({plan, y, dy, dx, verdict.ref, sink_got, verdict.sink_ref, words});
     return row;
 }
 
@@ -599,7 +623,7 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
             time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) { record(ctx, first, cb, in, out, workspace, attention); })
                 .median_us;
     }
-    finish_check(check, plan.problem, row, [&] { submit_calls(ctx, o.iters, call); });
+    finish_check(wait_with_gpu_busy(ctx, o.iters, call, check), plan.problem, row);
     if (o.batch && o.attention.empty()) measure_batch(ctx, plan, logits, o, row);
     return row;
 }
