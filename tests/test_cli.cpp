@@ -319,6 +319,28 @@ TEST_F(Cli, BenchCsvHoldsEveryTiming) {
     EXPECT_EQ(split_rows, 1) << "1x262144 should take the split path, so that pass 1's column is checked";
 }
 
+// `bench --batch` checks every problem of a batch against the reference
+// (on a thread, while the batch is timed) and times the batch both ways;
+// the table and the JSON say so for each case, a split one included.
+TEST_F(Cli, BenchBatchChecksEveryProblem) {
+    Result r = cli("bench --shapes 64x1000,1x262144 --dtype f16 --batch 3 --iters 2 --repeats 2 --warmup-ms 5 --json " +
+                   path("b.json"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out.find("WRONG"), std::string::npos) << r.out;
+    size_t lines = 0;
+    for (size_t at = r.out.find("3 problems: one batch"); at != std::string::npos;
+         at = r.out.find("3 problems: one batch", at + 1))
+        ++lines;
+    EXPECT_EQ(lines, 2u) << "a batch line per case expected in: " << r.out;
+    const std::string json = slurp(path("b.json"));
+    size_t verified = 0;
+    for (size_t at = json.find("\"batch_verified\": true"); at != std::string::npos;
+         at = json.find("\"batch_verified\": true", at + 1))
+        ++verified;
+    EXPECT_EQ(verified, 2u) << "both cases' batches verified expected in: " << json;
+    EXPECT_EQ(json.find("\"batch_us\": 0.0,"), std::string::npos) << "a batch without its timing: " << json;
+}
+
 TEST_F(Cli, ConvertsFloat64AndIntegersWithANote) {
     spit(path("d.npy"), npy("<f8", "(2, 2)", bytes_of(std::vector<double>{0, std::log(3.0), 1, 1})));
     Result r = cli("run -i " + path("d.npy") + " -o " + path("y.npy"));
