@@ -104,10 +104,13 @@ void submit_calls(Context& ctx, uint32_t calls, Call& call) {
 }
 
 // `pending`'s result, waited for with the GPU running `call` meanwhile, so
-// that the next case does not start on a lowered clock.
+// that the next case does not start on a lowered clock. A CPU device has
+// no clock to keep up, and its calls would take the cores the reference is
+// computed on: there it is simply waited for.
 template <typename T, typename Call>
 T wait_with_gpu_busy(Context& ctx, uint32_t calls, Call& call, std::future<T>& pending) {
-    while (pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) submit_calls(ctx, calls, call);
+    if (ctx.info().type != VK_PHYSICAL_DEVICE_TYPE_CPU)
+        while (pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) submit_calls(ctx, calls, call);
     return pending.get();
 }
 
@@ -371,14 +374,27 @@ std::vector<double> reference(const Problem& p, const Logits& logits, const Atte
 // on rows of 16M) let an H200's SM clock drop, and timings right after ran
 // 1.3-4x slow, for longer than a warm-up of 200 ms (bench/NOTES.md, v55,
 // v57).
-std::future<Accuracy> start_check(Context& ctx, const Plan& plan, const Logits& logits, const Buffer& out,
-                                  const std::function<void(VkCommandBuffer)>& call, const AttentionData& attention) {
+// start_check()'s outcome: the comparison, and, where asked for, the
+// reference it was made against (`--batch` compares its slices with it;
+// otherwise it is freed on the thread: a float64 copy of the tensor).
+struct Check {
+    Accuracy acc;
+    std::vector<double> ref;
+};
+
+std::future<Check> start_check(Context& ctx, const Plan& plan, const Logits& logits, const Buffer& out,
+                               const std::function<void(VkCommandBuffer)>& call, const AttentionData& attention,
+                               bool keep_reference) {
     const Problem& p = plan.problem;
     call_on_poisoned_output(ctx, out, plan.tensor_bytes, p.dtype, call);
     std::vector<uint8_t> host(plan.tensor_bytes);
     download(ctx, out, host.data(), host.size());
-    return std::async(std::launch::async, [p, &logits, attention, host = std::move(host)] {
-        return against_reference(p, host.data(), reference(p, logits, attention));
+    return std::async(std::launch::async, [p, &logits, attention, keep_reference, host = std::move(host)] {
+        Check check;
+        check.ref = reference(p, logits, attention);
+        check.acc = against_reference(p, host.data(), check.ref);
+        if (!keep_reference) check.ref = {};
+        return check;
     });
 }
 
@@ -390,10 +406,11 @@ void finish_check(const Accuracy& acc, const Problem& p, Row& row) {
 
 // o.batch copies of the plan's problem, each in its own slice of one input,
 // output and workspace buffer (the same logits in every input slice): one
-// batch is checked against the reference slice by slice, then timed as one
-// record_batch() per call and as o.batch record() calls with a barrier
-// after each.
-void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const Options& o, Row& row) {
+// batch is checked slice by slice against `ref` (start_check()'s
+// reference for those logits), then timed as one record_batch() per call
+// and as o.batch record() calls with a barrier after each.
+void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const std::vector<double>& ref,
+                   const Options& o, Row& row) {
     const uint64_t align = std::max<uint64_t>(ctx.info().min_storage_buffer_offset_alignment, 16);
     const uint64_t stride = (plan.tensor_bytes + align - 1) / align * align;
     const uint64_t ws_stride = (plan.workspace_bytes + align - 1) / align * align;
@@ -416,7 +433,6 @@ void measure_batch(Context& ctx, const Plan& plan, const Logits& logits, const O
     // Every slice against the reference, on a thread while the batch is
     // timed (as start_check()); declared after what it reads.
     std::future<bool> verdict = std::async(std::launch::async, [&] {
-        const std::vector<double> ref = reference(p, logits);
         bool verified = true;
         for (uint32_t k = 0; k < o.batch; ++k)
             verified = verified && against_reference(p, outputs.data() + k * stride, ref)
@@ -619,7 +635,8 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
     auto call = [&](VkCommandBuffer cb) { record(ctx, plan, cb, in, out, workspace, attention); };
     // Declared after everything the check's thread reads: a future from
     // std::async waits for its thread when destroyed, an exception included.
-    std::future<Accuracy> check = start_check(ctx, plan, logits, *buffers->out, call, mask.data());
+    const bool batch = o.batch && o.attention.empty();
+    std::future<Check> check = start_check(ctx, plan, logits, *buffers->out, call, mask.data(), batch);
     row.t = time_calls(ctx, o, row.bytes, call);
     if (plan.passes == 2) {
         // Pass 1 alone, to tell the passes' shares apart.
@@ -629,8 +646,9 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
             time_calls(ctx, o, row.bytes, [&](VkCommandBuffer cb) { record(ctx, first, cb, in, out, workspace, attention); })
                 .median_us;
     }
-    finish_check(wait_with_gpu_busy(ctx, o.iters, call, check), plan.problem, row);
-    if (o.batch && o.attention.empty()) measure_batch(ctx, plan, logits, o, row);
+    const Check checked = wait_with_gpu_busy(ctx, o.iters, call, check);
+    finish_check(checked.acc, plan.problem, row);
+    if (batch) measure_batch(ctx, plan, logits, checked.ref, o, row);
     return row;
 }
 
