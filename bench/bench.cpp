@@ -268,16 +268,27 @@ Buffers::Buffers(Context& ctx, uint64_t tensor_bytes, uint64_t workspace_bytes)
     fill(ctx, *workspace, 0);
 }
 
-std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const Options& o) {
-    uint64_t tensor = 0, workspace = 0;
+namespace {
+
+// The bytes a call of the plan moves (Row::bytes): x in and y out, or y
+// and dy in, dx out and each row's sink gradient.
+uint64_t moved_bytes(const Plan& plan) {
+    return plan.problem.backward ? 3 * plan.tensor_bytes + plan.sink_gradient_bytes : 2 * plan.tensor_bytes;
+}
+
+}  // namespace
+
+Sizes sizes(Context& ctx, const std::vector<Case>& cases, const Options& o) {
+    Sizes s;
     for (const Case& c : cases) {
         // The problem measure() plans: a backward plan's workspace may be
         // larger than the forward one's.
         const Plan pl = make_plan(ctx, problem_of(c, o), o.plan);
-        tensor = std::max(tensor, pl.tensor_bytes);
-        workspace = std::max(workspace, pl.workspace_bytes);
+        s.tensor = std::max(s.tensor, pl.tensor_bytes);
+        s.workspace = std::max(s.workspace, pl.workspace_bytes);
+        s.moved = std::max(s.moved, moved_bytes(pl));
     }
-    return {tensor, workspace};
+    return s;
 }
 
 namespace {
@@ -292,7 +303,7 @@ void describe(const Plan& plan, Row& row) {
     row.row_lanes = plan.key[0].row_lanes;
     row.odd_rows = plan.key[0].odd_rows;
     row.passes = plan.passes;
-    row.bytes = 2 * plan.tensor_bytes;
+    row.bytes = moved_bytes(plan);
     for (uint32_t i = 0; i < plan.passes; ++i) {
         std::string joined;
         for (const std::string& st : plan.pipeline[i]->statistics()) joined += (joined.empty() ? "" : "; ") + st;
@@ -557,7 +568,6 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     row.c = c;
     const Plan plan = make_plan(ctx, problem_of(c, o), o.plan);
     describe(plan, row);
-    row.bytes = 3 * plan.tensor_bytes + plan.sink_gradient_bytes;
     const Problem& p = plan.problem;
     const uint64_t n = c.shape.elements();
     const float sink = 0.0f;  // near the logits' maxima (normal(0, sigma)): the sink takes a share

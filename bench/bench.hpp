@@ -89,9 +89,13 @@ struct Buffers {
     std::unique_ptr<Buffer> gradient;  // the backward pass's dy
 
 };
-// The largest tensor and workspace among `cases` on this device, as
+// The largest tensor, workspace and bytes moved (Row::bytes: with the
+// backward pass's sink gradient) among `cases` on this device, as
 // measure() plans them with `o` (forward or backward, attention options).
-std::pair<uint64_t, uint64_t> sizes(Context& ctx, const std::vector<Case>& cases, const Options& o);
+struct Sizes {
+    uint64_t tensor = 0, workspace = 0, moved = 0;
+};
+Sizes sizes(Context& ctx, const std::vector<Case>& cases, const Options& o);
 
 struct Timing {
     double median_us = 0, min_us = 0;

@@ -196,11 +196,13 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
         if (std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) fmt::print(stderr, "bench: {}\n", what);
     };
     Measured m;
-    const auto [tensor_bytes, workspace_bytes] = bench::sizes(ctx, cases, o);
-    // The backward pass moves 3 x tensor bytes: its ceiling is a copy of 1.5 x.
-    m.ceiling_bytes = std::max<uint64_t>(o.backward ? tensor_bytes / 32 * 48 + 16 : tensor_bytes, 1 << 20);
+    const bench::Sizes sizes = bench::sizes(ctx, cases, o);
+    // Each case is compared with a copy of half the bytes it moves (3 x
+    // tensor bytes backward, with the sink gradient): the buffers hold the
+    // largest such copy.
+    m.ceiling_bytes = std::max<uint64_t>(o.backward ? sizes.moved / 32 * 16 + 16 : sizes.tensor, 1 << 20);
     std::unique_ptr<bench::Buffers> buffers;
-    if (!fresh_buffers) buffers = std::make_unique<bench::Buffers>(ctx, m.ceiling_bytes, workspace_bytes);
+    if (!fresh_buffers) buffers = std::make_unique<bench::Buffers>(ctx, m.ceiling_bytes, sizes.workspace);
     // The floor comes first in the process, from an idle GPU whose clocks
     // are down, and a one-workgroup dispatch raises them slowly: under a
     // shorter warm-up it read 3.9-7.6 us where it is 2.5 (H100,
