@@ -284,7 +284,6 @@ Sizes sizes(Context& ctx, const std::vector<Case>& cases, const Options& o) {
         // The problem measure() plans: a backward plan's workspace may be
         // larger than the forward one's.
         const Plan pl = make_plan(ctx, problem_of(c, o), o.plan);
-        s.tensor = std::max(s.tensor, pl.tensor_bytes);
         s.workspace = std::max(s.workspace, pl.workspace_bytes);
         s.moved = std::max(s.moved, moved_bytes(pl));
     }

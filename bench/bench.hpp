@@ -89,11 +89,11 @@ struct Buffers {
     std::unique_ptr<Buffer> gradient;  // the backward pass's dy
 
 };
-// The largest tensor, workspace and bytes moved (Row::bytes: with the
-// backward pass's sink gradient) among `cases` on this device, as
-// measure() plans them with `o` (forward or backward, attention options).
+// The largest workspace and bytes moved (Row::bytes: with the backward
+// pass's sink gradient) among `cases` on this device, as measure() plans
+// them with `o` (forward or backward, attention options).
 struct Sizes {
-    uint64_t tensor = 0, workspace = 0, moved = 0;
+    uint64_t workspace = 0, moved = 0;
 };
 Sizes sizes(Context& ctx, const std::vector<Case>& cases, const Options& o);
 
@@ -149,7 +149,8 @@ struct Row {
 // Softmax of fresh normal(0, o.sigma) logits: checked once against the CPU
 // reference, then timed. Throws vksoftmax::Error on device failure.
 // `buffers`: null to allocate the case's own (a diagnosis of allocation
-// effects), else at least sizes() large.
+// effects), else Buffers of at least half of sizes().moved and its
+// workspace.
 Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffers);
 
 // copy.comp over `bytes` of input (bytes read + written counted), on

@@ -197,10 +197,11 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
     };
     Measured m;
     const bench::Sizes sizes = bench::sizes(ctx, cases, o);
-    // Each case is compared with a copy of half the bytes it moves (3 x
-    // tensor bytes backward, with the sink gradient): the buffers hold the
-    // largest such copy.
-    m.ceiling_bytes = std::max<uint64_t>(o.backward ? sizes.moved / 32 * 16 + 16 : sizes.tensor, 1 << 20);
+    // Each case is compared with a copy of half the bytes it moves (its
+    // tensor forward; 3 x tensor bytes backward, with the sink gradient,
+    // halved): the buffers hold the largest such copy, which holds every
+    // case's tensor too.
+    m.ceiling_bytes = std::max<uint64_t>(sizes.moved / 2, 1 << 20);
     std::unique_ptr<bench::Buffers> buffers;
     if (!fresh_buffers) buffers = std::make_unique<bench::Buffers>(ctx, m.ceiling_bytes, sizes.workspace);
     // The floor comes first in the process, from an idle GPU whose clocks
