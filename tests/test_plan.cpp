@@ -867,7 +867,7 @@ TEST(Plan, SinglePassRule) {
 }
 
 // On NVIDIA the automatic rule takes the single-pass path for batches that
-// stay resident: at least 8 rows, 6 to 32 MiB (less where held chunks of
+// stay resident: at least 8 rows, 6 to 40 MiB (less where held chunks of
 // 8192 make at most 3 workgroups per multiprocessor), a grid of at most 4
 // workgroups per multiprocessor (chunks of 16384 for batches, longer
 // where the rows would leave some of a power-of-two count empty; held
@@ -883,7 +883,13 @@ TEST(Plan, SinglePassTakesResidentBatches) {
         {16, 131072, Dtype::f32, Path::single_pass},  // 8 MiB, one wave of held chunks
         {24, 100000, Dtype::f16, Path::single_pass},  // 4.6 MiB, 384 held chunks of 6256
         {14, 139264, Dtype::f16, Path::split},        // 3.7 MiB, 448 chunks of 8192: under 6 MiB, past 3 a multiprocessor
-        {128, 151936, Dtype::f16, Path::split},       // 39 MB: past 32 MiB
+        {128, 151936, Dtype::f16, Path::split},       // 39 MB in 1024 workgroups: past 4 a multiprocessor
+        {64, 151936, Dtype::f32, Path::single_pass},  // 39 MB (37.1 MiB) in 512 workgroups
+        {66, 151936, Dtype::f32, Path::single_pass},  // 38.3 MiB in 528 workgroups, 4 a multiprocessor
+        {68, 151936, Dtype::f32, Path::split},        // 544 workgroups
+        {66, 196608, Dtype::f32, Path::split},        // 49.5 MiB in 528 workgroups of 24576: past 40 MiB
+        {64, 163840, Dtype::f32, Path::single_pass},  // 40 MiB exactly, 8 chunks of 20480
+        {65, 163840, Dtype::f32, Path::split},        // 40.6 MiB
         {1, 1u << 24, Dtype::f16, Path::split},       // one row
         {4, 1u << 21, Dtype::f32, Path::split},       // 4 rows
         {32, 151936, Dtype::f16, Path::single_pass},  // 8 chunks of 20480 a row, all used

@@ -122,15 +122,20 @@ constexpr uint64_t kSinglePassBatchChunk = 16384;
 constexpr uint64_t kSinglePassWaveRows = 2;
 constexpr double kSinglePassWaveLeastFill = 2.0 / 3.0;
 // Where the automatic rule takes the path on NVIDIA (resident_batch() in
-// single_pass_plan.cpp): 6 to 32 MiB in all, less in held chunks of a few
+// single_pass_plan.cpp): 6 to 40 MiB in all, less in held chunks of a few
 // waves (kSinglePassHeldBatchGrid) (against two dispatches in re-read
 // chunks, f16 32x128256, 7.8 MiB, was 5% faster; f16 16x131072, 4 MiB, 7% slower; f16
-// 128x151936, 39 MB, 7% slower), and grids of at most 4 workgroups per
-// multiprocessor (528 on an H100 or H200; 1x16M in 1024 chunks of 16384
-// took 16 ms a call, against 38-73 us split: waiting workgroups held every
-// slot until their patience ran out).
+// 128x151936, 39 MB in 1024 workgroups, 7% slower), and grids of at most 4
+// workgroups per multiprocessor (528 on an H100 or H200; 1x16M in 1024
+// chunks of 16384 took 16 ms a call, against 38-73 us split: waiting
+// workgroups held every slot until their patience ran out). The grid's
+// bound keeps 16-bit batches well under 32 MiB; f32 batches past it in 512
+// workgroups are faster in one dispatch (H200, 580.159.04, us: 56x151936,
+// 34 MB, 26.9 against 30.5; 64x151936, 39 MB, 30.6 against 32.1;
+// bench/NOTES.md, v62), so the bound is 40 MiB, under the H100's 50 MB of
+// L2 where the chunks' re-reads come from.
 constexpr uint64_t kSinglePassBatchMinBytes = 6ull << 20;
-constexpr uint64_t kSinglePassBatchMaxBytes = 32ull << 20;
+constexpr uint64_t kSinglePassBatchMaxBytes = 40ull << 20;
 // The longest chunk a workgroup of kSinglePassWorkgroup holds in one tile
 // (256 x 8 slots), which forward problems spread over one wave take
 // between chunks of kSinglePassMinChunk and kSinglePassBatchChunk
