@@ -51,8 +51,8 @@ constexpr SinglePassVendor kSinglePassVendors[] = {
     {0x10DE, Takes::resident_batches,
      "NVIDIA: faster than two dispatches on rows that one wave of held chunks covers, at most 64 chunks a row "
      "(H100, 580.159.04), and on other batches of at least 8 long rows of 6 to 40 MiB in all, with a grid of at most "
-     "4 workgroups per multiprocessor and chunks at least 3/4 full (H100; past 32 MiB, H200), and than one workgroup on a single row of "
-     "30000 elements or more (H200); two dispatches elsewhere"},
+     "4 workgroups per multiprocessor and chunks at least 3/4 full (H100; past 32 MiB, H200), and than one "
+     "workgroup on a single row of 30000 elements or more (H200); two dispatches elsewhere"},
     // Metal promises no forward progress between threadgroups; Apple M1 and
     // M3 were shown to lack it (Smith, Levien, Owens, SPAA 2025): partials
     // would often come from the waiting workgroup itself.
