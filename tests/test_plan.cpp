@@ -1265,3 +1265,29 @@ TEST(Plan, SinglePassPipelineFitsItsChunks) {
     EXPECT_FALSE(rows.key[0].held_chunks) << "a row path: " << rows.key[0].id();
     EXPECT_EQ(rows.key[0].gather_ahead, 1u) << "a row path: " << rows.key[0].id();
 }
+
+// Single-pass grids of more than 16 workgroups publish their partials with
+// a fence (PUBLISH_FENCE), smaller ones without: a few workgroups find each
+// other's partials in the first polling round anyway.
+TEST(Plan, SinglePassFencesLargerGrids) {
+    const DeviceInfo h100 = counted_h100();
+    struct Case {
+        uint64_t rows, cols;
+        uint64_t workgroups;
+        bool fence;
+    };
+    for (const Case& c : {Case{1, 32768, 8, false}, Case{1, 65536, 16, false}, Case{1, 131072, 32, true},
+                          Case{8, 131072, 128, true}, Case{1, 524288, 64, true}}) {
+        PlanOptions options;
+        options.path = Path::single_pass;
+        const Plan plan = plan_geometry(h100, rows_of(c.rows, c.cols), options);
+        const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.cols) + ": " +
+                                 std::to_string(plan.push.rows * plan.push.chunks) + " workgroups, pipeline " +
+                                 plan.key[0].id();
+        ASSERT_EQ(plan.path, Path::single_pass) << what;
+        EXPECT_EQ(uint64_t{plan.push.rows} * plan.push.chunks, c.workgroups) << what;
+        EXPECT_EQ(plan.key[0].publish_fence, c.fence) << what;
+    }
+    const Plan rows = plan_geometry(h100, rows_of(1, 4096));
+    EXPECT_FALSE(rows.key[0].publish_fence) << "a row path: " << rows.key[0].id();
+}

@@ -455,6 +455,7 @@ PipelineKey geometry_key(const DeviceInfo& d, const Problem& problem, Path path,
     if (path == Path::single_pass) {
         key.held_chunks = holds_chunks(g);
         key.gather_ahead = gather_ahead(g, l);
+        key.publish_fence = publish_fence(g);
     }
     key.workgroup_size = g.workgroup_size;
     key.slots = g.slots;

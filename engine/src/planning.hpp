@@ -88,5 +88,8 @@ bool spread_over_a_wave(const Problem& problem, const PlanOptions& options, cons
 // and how many partials a gathering lane loads at once (GATHER_AHEAD).
 bool holds_chunks(const Geometry& g);
 uint32_t gather_ahead(const Geometry& g, const Limits& l);
+// Whether a single-pass workgroup waits for its partial to be performed
+// before it polls for its row's others (PUBLISH_FENCE).
+bool publish_fence(const Geometry& g);
 
 }  // namespace vksoftmax::planning

@@ -367,4 +367,6 @@ uint32_t gather_ahead(const Geometry& g, const Limits& l) {
     return static_cast<uint32_t>(std::clamp<uint64_t>(div_up(g.chunks, lanes), 1, kSinglePassGatherAhead));
 }
 
+bool publish_fence(const Geometry& g) { return g.items > kSinglePassFenceMinItems; }
+
 }  // namespace vksoftmax::planning
