@@ -1281,11 +1281,11 @@ TEST(Plan, SinglePassFencesLargerGrids) {
         PlanOptions options;
         options.path = Path::single_pass;
         const Plan plan = plan_geometry(h100, rows_of(c.rows, c.cols), options);
+        const uint64_t workgroups = uint64_t{plan.push.rows} * plan.push.chunks;
         const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.cols) + ": " +
-                                 std::to_string(plan.push.rows * plan.push.chunks) + " workgroups, pipeline " +
-                                 plan.key[0].id();
+                                 std::to_string(workgroups) + " workgroups, pipeline " + plan.key[0].id();
         ASSERT_EQ(plan.path, Path::single_pass) << what;
-        EXPECT_EQ(uint64_t{plan.push.rows} * plan.push.chunks, c.workgroups) << what;
+        EXPECT_EQ(workgroups, c.workgroups) << what;
         EXPECT_EQ(plan.key[0].publish_fence, c.fence) << what;
     }
     const Plan rows = plan_geometry(h100, rows_of(1, 4096));
