@@ -69,17 +69,6 @@ layout(constant_id = 20) const bool HELD_CHUNKS = true;
 // one, but their registers are live beside the held slots, which slowed
 // rows of one partial a lane (v42).
 layout(constant_id = 21) const uint GATHER_AHEAD = 1;
-// Whether invocation 0 waits for its partial's stores to be performed
-// before its workgroup polls for the row's others (a device-scope release
-// fence after publish()). A polling round cost about 2 us on an H200
-// (580.159.04), however few words it loads, so a first round that starts
-// before its row's partials land costs a whole round more. With the fence
-// (about 0.3 us there) the first round finds published the partials that
-// were published together with the workgroup's own: in f32 64x131072
-// (512 workgroups) half the gathers took two rounds without it and one
-// with it (bench/NOTES.md, v63). The plan sets it where a grid is larger
-// than a few workgroups (publish_fence() in single_pass_plan.cpp).
-layout(constant_id = 23) const bool PUBLISH_FENCE = false;
 
 // What a partial is, how partials merge, and how a chunk is written, for
 // each pass.
@@ -190,13 +179,11 @@ void store_word(uint w, uint v) { atomicStore(word[w], v, gl_ScopeDevice, gl_Sto
 uint load_word(uint w) { return atomicLoad(word[w], gl_ScopeDevice, gl_StorageSemanticsNone, gl_SemanticsRelaxed); }
 
 // Invocation 0 publishes a chunk's statistic: three relaxed stores, in any
-// order (each word tells by itself that it is there), then, with
-// PUBLISH_FENCE, a fence that waits for them to be performed.
+// order (each word tells by itself that it is there).
 void publish(uint item, VksmStat s, uint generation) {
     store_word(partial_word(item, generation, 0u), published_bits(s.m));
     store_word(partial_word(item, generation, 1u), published_bits(s.d));
     store_word(partial_word(item, generation, 2u), s.f | PUBLISHED);
-    if (PUBLISH_FENCE) memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
 }
 
 // Clears item's place in the other bank for the next call.
@@ -300,8 +287,12 @@ VksmStat gather_row(uint r, uint generation, uint own, VksmStat own_stat, uint t
                 pending &= ~(1u << k);
             }
         }
-        for (uint k = GATHER_AHEAD > 1u ? GATHER_AHEAD : 0u; k < 32u; ++k) {
-            if ((pending & (1u << k)) == 0u) continue;
+        // Only the pending partials' turns: a loop over all 32 bits that
+        // skipped the others cost about 1.1 us per polling round on an
+        // H200 with nothing left to load (bench/NOTES.md, v64).
+        const uint ahead_bits = GATHER_AHEAD > 1u ? (1u << GATHER_AHEAD) - 1u : 0u;
+        for (uint rest = pending & ~ahead_bits; rest != 0u; rest &= rest - 1u) {
+            uint k = findLSB(rest);
             uint c = gather_lane + k * gather_lanes;
             VksmStat p = own_stat;
             if (c != own && !published(r * pc.chunks + c, generation, p)) continue;

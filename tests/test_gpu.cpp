@@ -465,15 +465,19 @@ TEST_F(Gpu, OddRowsHeadAndTail) {
                     << kOddEnds << "): " << out.acc.describe();
             }
     }
-    // fp16 rows read in tiles: 8-byte windows, the tail in the last tile.
+    // fp16 rows read in tiles: 8-byte windows, the tail in the last tile
+    // (on the workgroup row, which NVIDIA's rule would trade for one
+    // single-pass dispatch at this length).
     if (!d.storage_16bit) return;
     const Problem tiles = rows_of(9, 32ull * max_wg - 15, Dtype::f16, false);
-    const Plan plan = make_plan(ctx(), tiles);
-    ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << describe(tiles, {});
-    ASSERT_TRUE(plan.key[0].odd_rows) << describe(tiles, {});
-    Outcome out = run_and_compare(tiles, rows_with_non_finite_ends(tiles, tiles.shape.axis), {});
+    PlanOptions rows;
+    rows.path = Path::workgroup_row;
+    const Plan plan = make_plan(ctx(), tiles, rows);
+    ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << describe(tiles, rows);
+    ASSERT_TRUE(plan.key[0].odd_rows) << describe(tiles, rows);
+    Outcome out = run_and_compare(tiles, rows_with_non_finite_ends(tiles, tiles.shape.axis), rows);
     const Bound b = accuracy_bound(tiles.dtype, tiles.log);
-    EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(tiles, {}) << " (" << kOddEnds << "): " << out.acc.describe();
+    EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(tiles, rows) << " (" << kOddEnds << "): " << out.acc.describe();
 }
 
 // fp16 rows longer than 16 elements per invocation of the largest workgroup
@@ -486,28 +490,32 @@ TEST_F(Gpu, LongHalfRowsReadInTiles) {
     uint32_t max_wg = 1;
     while (max_wg * 2 <= std::min({1024u, d.max_workgroup_invocations, d.max_workgroup_size_x})) max_wg *= 2;
     const uint64_t cols = 32ull * max_wg;  // the longest row a workgroup owns: two tiles of 4 slots
-    const Plan whole = make_plan(ctx(), rows_of(5, cols, Dtype::f32, false));
+    // The workgroup row's plan, which NVIDIA's rule would trade for one
+    // single-pass dispatch at this length (Plan.ShortRowsSpreadOverOneWave).
+    PlanOptions o;
+    o.path = Path::workgroup_row;
+    const Plan whole = make_plan(ctx(), rows_of(5, cols, Dtype::f32, false), o);
     EXPECT_EQ(whole.key[0].kind, ShaderKind::row_in_registers) << "f32 rows of " << cols << " are not held whole";
     if (!d.storage_16bit) GTEST_SKIP() << d.name << " has no 16-bit storage";
     for (bool log : {false, true}) {
         const Problem p = rows_of(5, cols, Dtype::f16, log);
-        const Plan plan = make_plan(ctx(), p);
-        ASSERT_EQ(plan.path, Path::workgroup_row) << describe(p, {});
-        ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << describe(p, {}) << ": not read in tiles";
-        EXPECT_EQ(plan.key[0].workgroup_size, max_wg) << describe(p, {});
-        EXPECT_EQ(plan.key[0].slots, 4u) << describe(p, {});
-        EXPECT_EQ(plan.key[0].vec, 8u) << describe(p, {});
+        const Plan plan = make_plan(ctx(), p, o);
+        ASSERT_EQ(plan.path, Path::workgroup_row) << describe(p, o);
+        ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << describe(p, o) << ": not read in tiles";
+        EXPECT_EQ(plan.key[0].workgroup_size, max_wg) << describe(p, o);
+        EXPECT_EQ(plan.key[0].slots, 4u) << describe(p, o);
+        EXPECT_EQ(plan.key[0].vec, 8u) << describe(p, o);
         auto x = random_logits(p.shape.elements(), fresh_seed());
         auto row = [&](uint64_t r) { return x.begin() + static_cast<long>(r * cols); };
         row(1)[5] = 30.0f;                                  // row 1: max in the first tile
         std::fill(row(2), row(2) + cols / 2, -kInf);        // row 2: finite only in the second
         row(3)[cols - 3] = kNaN;                            // row 3: NaN in the second tile
         row(4)[cols / 2 + 1] = kInf;                        // row 4: +inf in the second tile
-        Outcome out = run_and_compare(p, x, {});
+        Outcome out = run_and_compare(p, x, o);
         const Bound b = accuracy_bound(p.dtype, p.log);
-        EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << describe(p, {}) << ": " << out.acc.describe();
+        EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << describe(p, o) << ": " << out.acc.describe();
         EXPECT_TRUE(out.acc.within(b.rel, 0.0))
-            << describe(p, {}) << " (row 1's max in the first tile, row 2 finite only in the second, rows 3 and 4 "
+            << describe(p, o) << " (row 1's max in the first tile, row 2 finite only in the second, rows 3 and 4 "
             << "a NaN and a +inf in the second): " << out.acc.describe();
     }
 }

@@ -225,12 +225,12 @@ TEST(Plan, WorkgroupRows) {
     // storage type (y and dy: 64 floats an invocation) where they make one
     // and a half waves of the multiprocessors (132 here: 198 rows), and reads
     // fewer, or rows on a device that does not count its multiprocessors, in
-    // tiles of 4 slots (a single row is spread over a wave instead:
-    // Plan.SingleRowSpreadsOverOneWave).
+    // tiles of 4 slots (rows whose chunks make one wave are spread over it
+    // instead: Plan.ShortRowsSpreadOverOneWave).
     DeviceInfo counted = d;
     counted.multiprocessors = 132;
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
-        for (uint64_t rows : {2, 132, 197, 198, 256, 1024}) {
+        for (uint64_t rows : {132, 197, 198, 256, 1024}) {
             Problem longest = rows_of(rows, 32768, dt);
             longest.backward = true;
             const bool whole = rows >= 198;
@@ -936,27 +936,36 @@ TEST(Plan, SinglePassTakesResidentBatches) {
     EXPECT_EQ(choose_path(h100, rows_of(32, 128256), never), Path::split);
 }
 
-// On NVIDIA a single row that a workgroup holds only at its most slots
-// (30000 elements or more) is spread over the chunks of one wave instead,
-// forward and backward; shorter rows, batches of such rows and devices
-// without the rule keep the workgroup row.
-TEST(Plan, SingleRowSpreadsOverOneWave) {
+// On NVIDIA rows that a workgroup holds only at its most slots (24576
+// elements or more) are spread over the chunks of one wave instead, forward
+// and backward, however many of them there are, where their chunks of at
+// most 8192 make one wave; shorter rows, rows whose wave would take longer
+// chunks, and devices without the rule keep the workgroup row.
+TEST(Plan, ShortRowsSpreadOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     expect_paths(h100, {
         {1, 32768, Dtype::f32, Path::single_pass},     // 8 chunks of 4096
         {1, 32768, Dtype::f16, Path::single_pass},
         {1, 32000, Dtype::bf16, Path::single_pass},
-        {1, 30000, Dtype::f16, Path::single_pass},
-        {1, 28672, Dtype::f32, Path::workgroup_row},   // one workgroup is faster
-        {2, 32768, Dtype::f32, Path::workgroup_row},   // two rows a workgroup holds
-        {16, 32768, Dtype::f16, Path::workgroup_row},
+        {1, 24576, Dtype::f16, Path::single_pass},
+        {2, 32768, Dtype::f32, Path::single_pass},
+        {32, 32768, Dtype::f16, Path::single_pass},    // 128 chunks of 8192
+        {1, 16384, Dtype::f32, Path::workgroup_row},   // one workgroup is as fast
+        {8, 16384, Dtype::f32, Path::workgroup_row},
+        {64, 32768, Dtype::f32, Path::workgroup_row},  // one wave only in chunks of 16384
     }, false);
     expect_paths(h100, {
         {1, 32768, Dtype::f32, Path::single_pass},
-        {1, 30000, Dtype::f16, Path::single_pass},
-        {1, 28672, Dtype::f32, Path::workgroup_row},
-        {4, 32768, Dtype::f32, Path::workgroup_row},
+        {1, 24576, Dtype::f16, Path::single_pass},
+        {4, 32768, Dtype::f32, Path::single_pass},
+        {32, 32768, Dtype::f32, Path::single_pass},
+        {1, 16384, Dtype::f32, Path::workgroup_row},
+        {64, 32768, Dtype::f32, Path::workgroup_row},
     }, true);
+    const Plan rows = plan_geometry(h100, rows_of(32, 32768));
+    EXPECT_EQ(rows.path, Path::single_pass);
+    EXPECT_EQ(rows.groups, 128u) << "32x32768: chunks of 8192, " << rows.key[0].id();
+    EXPECT_EQ(rows.push.chunk, 8192u) << "32x32768: " << rows.key[0].id();
     const Plan spread = plan_geometry(h100, rows_of(1, 32768));
     EXPECT_EQ(spread.path, Path::single_pass);
     EXPECT_EQ(spread.groups, 8u) << "chunks of 4096";
@@ -1264,30 +1273,4 @@ TEST(Plan, SinglePassPipelineFitsItsChunks) {
     const Plan rows = plan_geometry(h100, rows_of(1, 4096));
     EXPECT_FALSE(rows.key[0].held_chunks) << "a row path: " << rows.key[0].id();
     EXPECT_EQ(rows.key[0].gather_ahead, 1u) << "a row path: " << rows.key[0].id();
-}
-
-// Single-pass grids of more than 16 workgroups publish their partials with
-// a fence (PUBLISH_FENCE), smaller ones without: a few workgroups find each
-// other's partials in the first polling round anyway.
-TEST(Plan, SinglePassFencesLargerGrids) {
-    const DeviceInfo h100 = counted_h100();
-    struct Case {
-        uint64_t rows, cols;
-        uint64_t workgroups;
-        bool fence;
-    };
-    for (const Case& c : {Case{1, 32768, 8, false}, Case{1, 65536, 16, false}, Case{1, 131072, 32, true},
-                          Case{8, 131072, 128, true}, Case{1, 524288, 64, true}}) {
-        PlanOptions options;
-        options.path = Path::single_pass;
-        const Plan plan = plan_geometry(h100, rows_of(c.rows, c.cols), options);
-        const uint64_t workgroups = uint64_t{plan.push.rows} * plan.push.chunks;
-        const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.cols) + ": " +
-                                 std::to_string(workgroups) + " workgroups, pipeline " + plan.key[0].id();
-        ASSERT_EQ(plan.path, Path::single_pass) << what;
-        EXPECT_EQ(workgroups, c.workgroups) << what;
-        EXPECT_EQ(plan.key[0].publish_fence, c.fence) << what;
-    }
-    const Plan rows = plan_geometry(h100, rows_of(1, 4096));
-    EXPECT_FALSE(rows.key[0].publish_fence) << "a row path: " << rows.key[0].id();
 }

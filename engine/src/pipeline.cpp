@@ -37,7 +37,7 @@ std::string PipelineKey::id() const {
            (subgroup_rows ? "/sgrows" : "") + (accurate ? "/accurate" : "") + "/" + kind_name(kind) +
            (row_lanes ? "/lanes" + std::to_string(row_lanes) : "") +
            (kind == ShaderKind::single_pass ? "/patience" + std::to_string(patience) + (held_chunks ? "/held" : "") +
-                                                 "/ahead" + std::to_string(gather_ahead) + (publish_fence ? "/fence" : "")
+                                                 "/ahead" + std::to_string(gather_ahead)
                                            : "") + "/req" + std::to_string(required_subgroup_size) +
            (attention ? "/attention/mask" + std::to_string(mask) + (causal ? "/causal" : "") + (sinks ? "/sinks" : "") +
                             (lse ? "/lse" : "") + (alibi ? "/alibi" : "") + (mask_per_head ? "/per-head" : "") +
@@ -139,8 +139,8 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
     VkDevice dev = ctx.device();
     // constant_id 0..9, 16, 17 and 22 of softmax_common.glsl, 10..15, 18
     // and 19 of softmax_attention.glsl (12, SINKS, of softmax_backward.glsl
-    // too), 20, 21 and 23 of softmax_single_pass.comp; booleans are 32-bit.
-    const std::array<uint32_t, 24> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
+    // too), 20 and 21 of softmax_single_pass.comp; booleans are 32-bit.
+    const std::array<uint32_t, 23> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                              key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
                                              static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u,
                                              key_.patience, key_.mask, key_.causal ? 1u : 0u, key_.sinks ? 1u : 0u,
@@ -148,12 +148,11 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
                                              key_.mask_per_head ? 1u : 0u, key_.log_overflow_guard ? 1u : 0u,
                                              key_.scale_in_exp ? 1u : 0u, key_.query_major ? 1u : 0u,
                                              key_.query_block_shift, key_.held_chunks ? 1u : 0u,
-                                             key_.gather_ahead, key_.nonfinite_by_sum ? 1u : 0u,
-                                             key_.publish_fence ? 1u : 0u};
-    std::array<VkSpecializationMapEntry, 24> entries{};
+                                             key_.gather_ahead, key_.nonfinite_by_sum ? 1u : 0u};
+    std::array<VkSpecializationMapEntry, 23> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares constant_id 0 and 1 (MODE). ROW_LANES (7) is declared by
-    // the shuffle modules alone, PATIENCE (9), 20, 21 and 23 by the single-pass
+    // the shuffle modules alone, PATIENCE (9), 20 and 21 by the single-pass
     // ones, 10..15, 18 and 19 by the attention ones: an
     // entry for an id a module does not declare is ignored (Vulkan's
     // VkSpecializationInfo).

@@ -213,7 +213,7 @@ Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions&
         row_window(problem, Path::subgroup_row, l) <= 4ull * kSubgroupRowSlots * l.subgroup_size)
         return Path::subgroup_row;
     if (row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
-        return spread_single_row(d, problem, options, l) ? Path::single_pass : Path::workgroup_row;
+        return spread_short_rows(d, problem, options, l) ? Path::single_pass : Path::workgroup_row;
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
     if (!rule.allowed) return Path::split;
     if (rule.resident_batches_only &&
@@ -455,7 +455,6 @@ PipelineKey geometry_key(const DeviceInfo& d, const Problem& problem, Path path,
     if (path == Path::single_pass) {
         key.held_chunks = holds_chunks(g);
         key.gather_ahead = gather_ahead(g, l);
-        key.publish_fence = publish_fence(g);
     }
     key.workgroup_size = g.workgroup_size;
     key.slots = g.slots;

@@ -82,14 +82,11 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
 void fill_chunks(Geometry& g, const Problem& problem, const Limits& l);
 bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
 bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
-bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
+bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
 bool spread_over_a_wave(const Problem& problem, const PlanOptions& options, const Limits& l);
 // Whether a single-pass geometry holds each chunk in one tile (HELD_CHUNKS),
 // and how many partials a gathering lane loads at once (GATHER_AHEAD).
 bool holds_chunks(const Geometry& g);
 uint32_t gather_ahead(const Geometry& g, const Limits& l);
-// Whether a single-pass workgroup waits for its partial to be performed
-// before it polls for its row's others (PUBLISH_FENCE).
-bool publish_fence(const Geometry& g);
 
 }  // namespace vksoftmax::planning

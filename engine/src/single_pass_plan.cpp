@@ -248,25 +248,27 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
     return g.items <= d.multiprocessors || (problem.shape.rows() >= kSinglePassBatchRows && g.chunks <= resident);
 }
 
-// A single row long enough that one workgroup holds it only at its most
-// slots, where the vendor takes the path for resident grids: spread over
-// the chunks of one wave in one dispatch, rather than read by one
-// workgroup on one multiprocessor. H200 (580.159.04; bench/NOTES.md,
-// v23), us, chunks of 4096 against a workgroup row, two calls: f32 1x32768
-// 6.84 and 7.12 against 7.65 and 7.73; f16 6.97 and 7.12 against 7.36 and
-// 7.33 (H100, v18: f16 7.21 against 7.55); 1x30000 and 1x32000 4-9% faster
-// in each type. Shorter rows are faster in one workgroup (f32 1x28672, its
-// eighth chunk empty, 7.17-7.26 against 7.89; 1x24576 6.75 against 7.78),
-// and so are batches (f32 4x32768 7.67 against 7.78, 16x32768 8.15
-// against 8.62). The backward pass gains more (y and dy held by one
-// workgroup): f32 1x30000 5.64 against 7.34, 1x32768 5.81 against 7.61;
-// f16 5.65 against 6.15 and 5.78 against 6.26 (v23).
-bool spread_single_row(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
-    if (problem.shape.rows() != 1 || problem.shape.axis < kSinglePassSpreadRowMin ||
-        d.multiprocessors == 0)
-        return false;
+// Rows long enough that one workgroup holds them only at its most slots,
+// where the vendor takes the path for resident grids: any count of them
+// whose chunks make one wave at most, each chunk held at 256 x 8 slots at
+// most (4096 or 8192 elements), spread over that wave in one dispatch
+// rather than read by one workgroup a row. H200 (580.159.04;
+// bench/NOTES.md, v64), us, a workgroup row against one dispatch, f32 /
+// f16: 1x24576 6.45 / 6.80 against 5.26 / 5.14; 1x32768 6.16 / 6.12
+// (the single row this rule took before, from 30000 elements) against
+// 5.16 / 5.12; 4x32768 7.43 / 6.86 against 5.71 / 5.55; 32x32768 8.14 /
+// 7.13 against 6.71 / 6.27; backward f32 2x32768 7.62 against 4.57, f16
+// 32x32768 6.62 against 5.72. Rows of 16384 stay on workgroup rows: f32
+// 1x16384 5.40 against 5.25, 8x16384 5.50 against 5.70; f16 1x16384
+// 4.90 against 5.08. Before the polling rounds visited only the pending
+// partials (v64), one dispatch won only on single rows of 30000 or more
+// (v23).
+bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
+    if (problem.shape.axis < kSinglePassSpreadRowMin || d.multiprocessors == 0) return false;
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
-    return rule.allowed && rule.resident_batches_only && plan_single_pass(problem, options, l).items <= d.multiprocessors;
+    if (!rule.allowed || !rule.resident_batches_only) return false;
+    const Geometry g = plan_single_pass(problem, options, l);
+    return g.items <= d.multiprocessors && g.chunk <= kSinglePassHeldChunk;
 }
 
 // Forward rows longer than a workgroup row, where the vendor takes the
@@ -366,7 +368,5 @@ uint32_t gather_ahead(const Geometry& g, const Limits& l) {
     const uint64_t lanes = l.subgroup_reduction && g.chunks <= 32ull * l.subgroup_size ? l.subgroup_size : g.workgroup_size;
     return static_cast<uint32_t>(std::clamp<uint64_t>(div_up(g.chunks, lanes), 1, kSinglePassGatherAhead));
 }
-
-bool publish_fence(const Geometry& g) { return g.items > kSinglePassFenceMinItems; }
 
 }  // namespace vksoftmax::planning

@@ -47,12 +47,16 @@ constexpr SinglePassVendor kSinglePassVendors[] = {
     // against two dispatches (H100, v37, v38: f32 1x131072 7.7 vs 8.3,
     // 4x65536 7.7 vs 8.4); 128 chunks are level. One wave of held chunks
     // covers rows and batches alike (H100, v40: f32 16x100000 9.8 vs 11.0,
-    // 4x524288 11.1 vs 12.0).
+    // 4x524288 11.1 vs 12.0). Since polling rounds visit only the pending
+    // partials (v64), rows of 24576 elements or more whose chunks of at most
+    // 8192 make one wave are faster in one dispatch than a workgroup a row,
+    // however many (H200: f32 4x32768 5.5 vs 7.4 us, 32x32768 6.5 vs 8.4).
     {0x10DE, Takes::resident_batches,
      "NVIDIA: faster than two dispatches on rows that one wave of held chunks covers, at most 64 chunks a row "
      "(H100, 580.159.04), and on other batches of at least 8 long rows of 6 to 40 MiB in all, with a grid of at most "
-     "4 workgroups per multiprocessor and chunks at least 3/4 full (H100; past 32 MiB, H200), and than one "
-     "workgroup on a single row of 30000 elements or more (H200); two dispatches elsewhere"},
+     "4 workgroups per multiprocessor and chunks at least 3/4 full (H100; past 32 MiB, H200), and than a "
+     "workgroup a row on rows of 24576 elements or more whose chunks of at most 8192 make one wave (H200); two "
+     "dispatches elsewhere"},
     // Metal promises no forward progress between threadgroups; Apple M1 and
     // M3 were shown to lack it (Smith, Levien, Owens, SPAA 2025): partials
     // would often come from the waiting workgroup itself.

@@ -158,13 +158,12 @@ constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 // (v45).
 constexpr uint32_t kSinglePassHeldBatchGrid = 3;
 constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup merges
-// Single rows of at least this many elements, which a workgroup holds only
-// at its most slots, take the path on NVIDIA (spread_single_row() in
-// single_pass_plan.cpp). H200, in 8 chunks of 4096 against one workgroup: 1x30000,
-// 1x32000 and 1x32768 4-11% faster in every type (backward 7-24%); 1x28672
-// (7 chunks used of 8) 5-10% slower, 1x24576 13% slower (bench/NOTES.md,
-// v23).
-constexpr uint64_t kSinglePassSpreadRowMin = 30000;
+// Rows of at least this many elements, which a workgroup holds only at
+// its most slots, take the path on NVIDIA where their chunks make one wave
+// (spread_short_rows() in single_pass_plan.cpp). H200, one dispatch against
+// a workgroup row: 1x24576 18-24% faster, 1x16384 3% faster in f32 and 4%
+// slower in f16, 8x16384 4-14% slower (bench/NOTES.md, v64).
+constexpr uint64_t kSinglePassSpreadRowMin = 24576;
 // Forward rows spread over one wave of held chunks (held_wave_chunk() in
 // single_pass_plan.cpp) take at most this many chunks a row, and half as
 // many where the wave is more than half full: each lane of the gathering
@@ -176,20 +175,6 @@ constexpr uint64_t kSinglePassSpreadMaxChunks = 64;
 // The most partials a lane gathering a single-pass row loads at once in a
 // polling round (GATHER_AHEAD; gather_ahead() in single_pass_plan.cpp).
 constexpr uint32_t kSinglePassGatherAhead = 4;
-// Single-pass grids of more than this many workgroups publish their
-// partials with a fence (PUBLISH_FENCE; publish_fence() in
-// single_pass_plan.cpp): each workgroup then polls once its own partial is
-// performed, by when the partials published with it are too, so that its
-// first polling round, which takes about 2 us on this driver whatever it
-// loads, seldom comes back empty. H200 (580.159.04; bench/NOTES.md, v63),
-// us, without against with, f32 / f16: 8x131072 (128 workgroups) 8.68 /
-// 8.45 against 7.76 / 7.34; 1x524288 (64) 7.93 / 7.68 against 7.39 /
-// 7.47; 32x128256 (256) 12.66 / 11.30 against 12.60 / 10.32; 4x524288
-// f32 10.83 against 10.03; backward f16 16x131072 8.64 against 7.91. A
-// few workgroups publish together and find each other's partials in the
-// first round anyway, and the fence only adds its wait: 1x32768 (8
-// workgroups) 6.31 / 6.23 against 6.62 / 6.52; 1x65536 (16) level.
-constexpr uint64_t kSinglePassFenceMinItems = 16;
 // Polling rounds a workgroup waits for its row's partials before computing
 // the missing ones itself (PATIENCE). On a GPU the partials of co-resident
 // workgroups arrive within a few rounds; a round is at least a device-scope

@@ -62,12 +62,10 @@ struct PipelineKey {
     // single_pass: polling rounds before a workgroup computes the partials
     // still missing itself (PATIENCE); whether its chunks are held in the
     // slots (HELD_CHUNKS); partials a gathering lane loads at once
-    // (GATHER_AHEAD, 1 to 4); whether a workgroup waits for its partial to
-    // be performed before polling for the others (PUBLISH_FENCE).
+    // (GATHER_AHEAD, 1 to 4).
     uint32_t patience = 0;
     bool held_chunks = false;
     uint32_t gather_ahead = 1;
-    bool publish_fence = false;
     // The attention modules (ATTENTION, softmax_attention.glsl) and their
     // options: MASK (mask_none, or the mask's storage), CAUSAL, SINKS, LSE,
     // ALIBI (per-head slopes) and MASK_PER_HEAD (a mask with a batch or
