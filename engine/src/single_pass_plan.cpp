@@ -254,11 +254,10 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 // most (4096 or 8192 elements), spread over that wave in one dispatch
 // rather than read by one workgroup a row. H200 (580.159.04;
 // bench/NOTES.md, v64), us, a workgroup row against one dispatch, f32 /
-// f16: 1x24576 6.45 / 6.80 against 5.26 / 5.14; 1x32768 6.16 / 6.12
-// (the single row this rule took before, from 30000 elements) against
-// 5.16 / 5.12; 4x32768 7.43 / 6.86 against 5.71 / 5.55; 32x32768 8.14 /
-// 7.13 against 6.71 / 6.27; backward f32 2x32768 7.62 against 4.57, f16
-// 32x32768 6.62 against 5.72. Rows of 16384 stay on workgroup rows: f32
+// f16: 1x24576 6.45 / 6.80 against 5.26 / 5.14; 4x32768 7.43 / 6.86
+// against 5.71 / 5.55; 32x32768 8.14 / 7.13 against 6.71 / 6.27;
+// backward f32 2x32768 7.62 against 4.57, f16 32x32768 6.62 against
+// 5.72. Rows of 16384 stay on workgroup rows: f32
 // 1x16384 5.40 against 5.25, 8x16384 5.50 against 5.70; f16 1x16384
 // 4.90 against 5.08. Before the polling rounds visited only the pending
 // partials (v64), one dispatch won only on single rows of 30000 or more
