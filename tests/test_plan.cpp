@@ -940,7 +940,7 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 // elements or more) are spread over the chunks of one wave instead, forward
 // and backward, however many of them there are, where their chunks of at
 // most 8192 make one wave; shorter rows, rows whose wave would take longer
-// chunks, and devices without the rule keep the workgroup row.
+// chunks, strided rows and devices without the rule keep the workgroup row.
 TEST(Plan, ShortRowsSpreadOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     expect_paths(h100, {
@@ -962,6 +962,9 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
         {1, 16384, Dtype::f32, Path::workgroup_row},
         {64, 32768, Dtype::f32, Path::workgroup_row},
     }, true);
+    Problem strided = rows_of(1, 32768);
+    strided.shape = Shape{1, 32768, 4};
+    EXPECT_EQ(choose_path(h100, strided), Path::workgroup_row) << "strided rows of 32768 (1, 32768, 4): not measured";
     const Plan rows = plan_geometry(h100, rows_of(32, 32768));
     EXPECT_EQ(rows.path, Path::single_pass);
     EXPECT_EQ(rows.groups, 128u) << "32x32768: chunks of 8192, " << rows.key[0].id();

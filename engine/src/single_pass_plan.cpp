@@ -261,9 +261,10 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 // 1x16384 5.40 against 5.25, 8x16384 5.50 against 5.70; f16 1x16384
 // 4.90 against 5.08. Before the polling rounds visited only the pending
 // partials (v64), one dispatch won only on single rows of 30000 or more
-// (v23).
+// (v23). Contiguous rows only: strided ones (inner > 1) were not measured.
 bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
-    if (problem.shape.axis < kSinglePassSpreadRowMin || d.multiprocessors == 0) return false;
+    if (problem.shape.axis < kSinglePassSpreadRowMin || problem.shape.inner != 1 || d.multiprocessors == 0)
+        return false;
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
     if (!rule.allowed || !rule.resident_batches_only) return false;
     const Geometry g = plan_single_pass(problem, options, l);
