@@ -470,14 +470,14 @@ TEST_F(Gpu, OddRowsHeadAndTail) {
     // single-pass dispatch at this length).
     if (!d.storage_16bit) return;
     const Problem tiles = rows_of(9, 32ull * max_wg - 15, Dtype::f16, false);
-    PlanOptions rows;
-    rows.path = Path::workgroup_row;
-    const Plan plan = make_plan(ctx(), tiles, rows);
-    ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << describe(tiles, rows);
-    ASSERT_TRUE(plan.key[0].odd_rows) << describe(tiles, rows);
-    Outcome out = run_and_compare(tiles, rows_with_non_finite_ends(tiles, tiles.shape.axis), rows);
+    PlanOptions on_row;
+    on_row.path = Path::workgroup_row;
+    const Plan plan = make_plan(ctx(), tiles, on_row);
+    ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << describe(tiles, on_row);
+    ASSERT_TRUE(plan.key[0].odd_rows) << describe(tiles, on_row);
+    Outcome out = run_and_compare(tiles, rows_with_non_finite_ends(tiles, tiles.shape.axis), on_row);
     const Bound b = accuracy_bound(tiles.dtype, tiles.log);
-    EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(tiles, rows) << " (" << kOddEnds << "): " << out.acc.describe();
+    EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(tiles, on_row) << " (" << kOddEnds << "): " << out.acc.describe();
 }
 
 // fp16 rows longer than 16 elements per invocation of the largest workgroup

@@ -244,6 +244,16 @@ TEST(Plan, WorkgroupRows) {
             EXPECT_EQ(plan_geometry(d, longest).key[0].kind, ShaderKind::row_in_tiles)
                 << which << " with no multiprocessor count: held whole";
         }
+        // Two rows: in tiles where the device does not count its
+        // multiprocessors, one single-pass wave where it does.
+        Problem two = rows_of(2, 32768, dt);
+        two.backward = true;
+        const std::string which = std::string("backward ") + dtype_name(dt) + " 2x32768";
+        const Plan uncounted = plan_geometry(d, two);
+        EXPECT_EQ(uncounted.key[0].kind, ShaderKind::row_in_tiles) << which << " with no multiprocessor count";
+        EXPECT_EQ(uncounted.key[0].workgroup_size, 1024u) << which << " with no multiprocessor count";
+        EXPECT_EQ(uncounted.key[0].slots, 4u) << which << " with no multiprocessor count";
+        EXPECT_EQ(plan_geometry(counted, two).path, Path::single_pass) << which << " on 132 multiprocessors";
     }
 
     // 12888 fp16: slot counts rounded up to even, for 16-byte accesses.
