@@ -960,8 +960,19 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
         {1, 24576, Dtype::f16, Path::single_pass},
         {2, 32768, Dtype::f32, Path::single_pass},
         {32, 32768, Dtype::f16, Path::single_pass},    // 128 chunks of 8192
-        {1, 16384, Dtype::f32, Path::workgroup_row},   // one workgroup is as fast
-        {8, 16384, Dtype::f32, Path::workgroup_row},
+        {1, 16384, Dtype::f32, Path::single_pass},     // 4 chunks of 4096 (64 KB rows)
+        {8, 16384, Dtype::f32, Path::single_pass},
+        {16, 16384, Dtype::f32, Path::single_pass},
+        {32, 16384, Dtype::f32, Path::workgroup_row},  // two chunks of 8192 a row
+        {64, 16384, Dtype::f32, Path::workgroup_row},
+        {1, 12288, Dtype::f32, Path::workgroup_row},   // under 16384 elements
+        {1, 16384, Dtype::f16, Path::workgroup_row},   // 32 KB rows: one workgroup is as fast
+        {4, 16384, Dtype::f16, Path::workgroup_row},
+        {1, 16384, Dtype::bf16, Path::workgroup_row},
+        {1, 20480, Dtype::f16, Path::single_pass},     // 40 KB rows
+        {32, 20480, Dtype::f16, Path::single_pass},    // 3 chunks a row
+        {16, 20480, Dtype::f32, Path::single_pass},
+        {64, 20480, Dtype::f32, Path::workgroup_row},  // more than one wave of chunks
         {64, 32768, Dtype::f32, Path::workgroup_row},  // one wave only in chunks of 16384
     }, false);
     expect_paths(h100, {
@@ -969,7 +980,8 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
         {1, 24576, Dtype::f16, Path::single_pass},
         {4, 32768, Dtype::f32, Path::single_pass},
         {32, 32768, Dtype::f32, Path::single_pass},
-        {1, 16384, Dtype::f32, Path::workgroup_row},
+        {1, 16384, Dtype::f32, Path::workgroup_row},   // backward rows from 24576 only
+        {1, 20480, Dtype::f16, Path::workgroup_row},
         {64, 32768, Dtype::f32, Path::workgroup_row},
     }, true);
     Problem strided = rows_of(1, 32768);

@@ -158,12 +158,25 @@ constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 // (v45).
 constexpr uint32_t kSinglePassHeldBatchGrid = 3;
 constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup merges
-// Rows of at least this many elements, which a workgroup holds only at
-// its most slots, take the path on NVIDIA where their chunks make one wave
-// (spread_short_rows() in single_pass_plan.cpp). H200, one dispatch against
-// a workgroup row: 1x24576 18-24% faster, 1x16384 3% faster in f32 and 4%
-// slower in f16, 8x16384 4-14% slower (bench/NOTES.md, v64).
-constexpr uint64_t kSinglePassSpreadRowMin = 24576;
+// Forward rows of at least this many elements and bytes, which a
+// workgroup holds only at its most slots, take the path on NVIDIA where
+// their chunks make one wave (spread_short_rows() in
+// single_pass_plan.cpp); backward rows from kSinglePassSpreadBackwardRowMin.
+// H200, one dispatch against a workgroup row: f32 1x16384 3-7% and
+// 8x16384 5% faster, 1x12288 level; f16 1x20480 25% faster, 4x16384 3%
+// and 32x16384 4% slower (bench/NOTES.md, v65). A workgroup row's time
+// grows with its bytes, one dispatch's hardly: 16-bit rows of 16384 (32
+// KB) are still as fast in one workgroup.
+constexpr uint64_t kSinglePassSpreadRowMin = 16384;
+constexpr uint64_t kSinglePassSpreadRowMinBytes = 40960;
+// ... and only in at least this many chunks a row: two chunks of 8192 a
+// row, where a wave of them is more than half full, wait on the
+// handshake for half a row each (f32 32x16384 level, 48x16384 2% and
+// 64x16384 4% slower than workgroup rows; v65).
+constexpr uint64_t kSinglePassSpreadMinChunks = 3;
+// Backward rows of 16384-24575 were not measured in one dispatch; rows of
+// 24576-32768 were 27-39% faster there (v64).
+constexpr uint64_t kSinglePassSpreadBackwardRowMin = 24576;
 // Forward rows spread over one wave of held chunks (held_wave_chunk() in
 // single_pass_plan.cpp) take at most this many chunks a row, and half as
 // many where the wave is more than half full: each lane of the gathering
