@@ -262,9 +262,10 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 // against 5.28, 8x16384 5.63 against 5.35, 16x20480 6.24 against 5.60;
 // f16 1x20480 6.71 against 5.05, 32x20480 6.94 against 5.52. 16-bit rows
 // of 16384 stay on workgroup rows (f16 4x16384 4.95 against 5.10), and so
-// do rows of two chunks (f32 64x16384 5.97 against 6.21). Before the polling rounds visited only the pending partials
-// (v64), one dispatch won only on single rows of 30000 or more (v23).
-// Contiguous rows only: strided ones (inner > 1) were not measured.
+// do rows of two chunks (f32 64x16384 5.97 against 6.21). Before the
+// polling rounds visited only the pending partials (v64), one dispatch
+// won only on single rows of 30000 or more (v23). Contiguous rows only:
+// strided ones (inner > 1) were not measured.
 bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t axis = problem.shape.axis;
     const uint64_t row_min = problem.backward ? kSinglePassSpreadBackwardRowMin : kSinglePassSpreadRowMin;
