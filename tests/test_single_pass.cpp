@@ -3,7 +3,8 @@
 // lost partials, more workgroups than the device holds at once, partials
 // computed by a waiting workgroup itself (patience 1), tiny chunks,
 // non-finite elements in one chunk only, lengths around chunk boundaries,
-// and the workspace left at zero for the next call.
+// subgroups of a chunk whose maxima lie far apart, and the workspace left
+// at zero for the next call.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -101,6 +102,39 @@ TEST_F(SinglePassTest, GatheredBySubgroupAndByWorkgroup) {
                 EXPECT_TRUE(o.acc.within(1e-5, 0.0)) << describe(p, opts) << " (" << chunks << " chunks of " << chunk
                                                      << ", subgroups of " << subgroup << ", seed " << seed
                                                      << "): " << o.acc.describe();
+            }
+}
+
+// A held chunk's statistic merges its subgroups' (one exchange, in
+// workgroups of up to 256 invocations): rows that rise (or fall) steadily
+// give each subgroup of a chunk a max above (below) its neighbour's, and
+// each chunk one 40 above (below) the last, so that across the row's 8
+// chunks the far ones' sums rescale to exactly 0 (exp of -280) and must not
+// turn into NaN, while the near ones' subgroups each still carry part of
+// the row's mass. fp32 and fp16, with subgroup arithmetic and the
+// shared-memory tree.
+TEST_F(SinglePassTest, ChunksWhoseSubgroupsRiseSteeply) {
+    for (Dtype dt : {Dtype::f32, Dtype::f16})
+        for (Reduction red : reductions())
+            for (bool rising : {true, false}) {
+                const PlanOptions opts = single_pass(1, red);
+                const uint64_t chunk = plan_geometry(ctx().info(), rows_of(1, 50000, dt), opts).push.chunk;
+                const Problem p = rows_of(2, 8 * chunk, dt);
+                const double step = 40.0 / static_cast<double>(chunk);
+                std::vector<float> x(p.shape.elements());
+                for (uint64_t i = 0; i < x.size(); ++i) {
+                    const uint64_t col = i % p.shape.axis;
+                    const uint64_t from = rising ? col : p.shape.axis - 1 - col;
+                    x[i] = static_cast<float>(step * static_cast<double>(from) - 100.0);
+                }
+                Outcome o = run_and_compare(p, x, opts);
+                ASSERT_EQ(o.plan.path, Path::single_pass);
+                ASSERT_EQ(o.plan.push.chunks, 8u) << "chunks of " << chunk;
+                const Bound b = accuracy_bound(dt, false);
+                EXPECT_EQ(o.acc.nonfinite_mismatches, 0u) << describe(p, opts) << ": " << o.acc.describe();
+                EXPECT_TRUE(o.acc.within(b.rel, 0.0)) << describe(p, opts) << (rising ? ", rising" : ", falling")
+                                                      << " by " << step << " an element, chunks of " << chunk
+                                                      << ": " << o.acc.describe();
             }
 }
 
