@@ -109,7 +109,9 @@ float held_exp_max;
 #ifdef USE_SUBGROUP
 // A held chunk's statistic in one exchange between subgroups: each
 // subgroup merges its lanes' (m, d, flags), then every invocation merges
-// the subgroups' in the same order (so every one gets the same bits).
+// the subgroups' in the same order (so every one gets the same bits):
+// their max first, then one exp per subgroup, where vksm_stat_merge() in
+// a loop would take two.
 // group_stat() takes the max across subgroups, then the rescaled sum: two
 // exchanges behind a barrier each, about 2200 of the 3200 cycles a held
 // chunk's statistic took on an H200 with its data in L1 (bench/NOTES.md,

@@ -946,11 +946,13 @@ TEST(Plan, SinglePassTakesResidentBatches) {
     EXPECT_EQ(choose_path(h100, rows_of(32, 128256), never), Path::split);
 }
 
-// On NVIDIA rows that a workgroup holds only at its most slots (24576
-// elements or more) are spread over the chunks of one wave instead, forward
-// and backward, however many of them there are, where their chunks of at
-// most 8192 make one wave; shorter rows, rows whose wave would take longer
-// chunks, strided rows and devices without the rule keep the workgroup row.
+// On NVIDIA rows that a workgroup holds only at its most slots (forward
+// from 16384 elements and 40 KB in at least 3 chunks a row, backward from
+// 24576) are spread over the chunks of one wave instead, however many of
+// them there are, where their chunks of at most 8192 make one wave;
+// shorter or smaller rows, rows of two chunks, rows whose wave would take
+// longer chunks, strided rows and devices without the rule keep the
+// workgroup row.
 TEST(Plan, ShortRowsSpreadOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     expect_paths(h100, {
