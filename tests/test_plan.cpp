@@ -1011,8 +1011,9 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
 // On NVIDIA forward rows past a workgroup row take one dispatch where one
 // wave of held chunks covers them (132 multiprocessors here): chunks of
 // 4096 at 256 x 4 where they fill at most half the wave, else 8192 at 256
-// x 8, else 16384 at 512 x 8 where those fill more than half (16-bit types:
-// in batches of 8 rows or more); at most 64 chunks a row, 32 past half a
+// x 8 (f32 and f16 batches: up to two workgroups a multiprocessor), else
+// 16384 at 512 x 8 where those fill more than half (16-bit types: in
+// batches of 8 rows or more); at most 64 chunks a row, 32 past half a
 // wave; each chunk the count's share of the row. Past that, two
 // dispatches, or a resident batch (6 MiB or more, or held chunks of 8192
 // at most 3 a multiprocessor); a forced chunk takes
@@ -1026,8 +1027,10 @@ TEST(Plan, ForwardRowsSpreadOverOneWave) {
           WaveCase{3, 131072, Dtype::bf16, 8192, 48, 256, 8}, WaveCase{4, 100000, Dtype::f32, 6256, 64, 256, 8},
           WaveCase{8, 65536, Dtype::f16, 8192, 64, 256, 8}, WaveCase{4, 262144, Dtype::f32, 8192, 128, 256, 8},
           WaveCase{16, 65536, Dtype::f32, 8192, 128, 256, 8}, WaveCase{4, 524288, Dtype::f32, 16384, 128, 512, 8},
-          WaveCase{16, 100000, Dtype::f32, 12504, 128, 512, 8}, WaveCase{32, 65536, Dtype::f16, 16384, 128, 512, 8},
-          WaveCase{6, 262144, Dtype::f32, 16384, 96, 512, 8}, WaveCase{12, 100000, Dtype::bf16, 12504, 96, 512, 8}})
+          WaveCase{16, 100000, Dtype::f32, 6256, 256, 256, 8}, WaveCase{32, 65536, Dtype::f16, 8192, 256, 256, 8},
+          WaveCase{6, 262144, Dtype::f32, 8192, 192, 256, 8}, WaveCase{12, 100000, Dtype::bf16, 12504, 96, 512, 8},
+          WaveCase{16, 131072, Dtype::f32, 8192, 256, 256, 8}, WaveCase{16, 131072, Dtype::bf16, 16384, 128, 512, 8},
+          WaveCase{3, 524288, Dtype::f32, 16384, 96, 512, 8}})
         expect_wave_geometry(h100, c, true, false);
     expect_paths(h100, {
         {1, 524289, Dtype::f32, Path::split},    // 128 chunks of 8192, or 64 of 16384 at half a wave
@@ -1119,8 +1122,10 @@ TEST(Plan, BackwardBatchesFillAWave) {
     const Plan small = plan_geometry(h100, forward, forced);
     EXPECT_EQ(small.push.chunk, 8192u) << "forward 8x65536, 2 MiB: held chunks";
     EXPECT_EQ(small.key[0].workgroup_size * small.key[0].slots, 2048u) << "forward 8x65536: 256 x 8 slots";
-    EXPECT_EQ(plan_geometry(h100, rows_of(16, 131072, Dtype::f16), forced).push.chunk, 16384u)
-        << "forward f16 16x131072: 256 held chunks of 8192 would pass a wave";
+    EXPECT_EQ(plan_geometry(h100, rows_of(16, 131072, Dtype::bf16), forced).push.chunk, 16384u)
+        << "forward bf16 16x131072: 256 held chunks of 8192 would pass a wave";
+    EXPECT_EQ(plan_geometry(h100, rows_of(16, 131072, Dtype::f16), forced).push.chunk, 8192u)
+        << "forward f16 16x131072: 256 held chunks of 8192, two a multiprocessor";
     Problem unknown = rows_of(8, 65536);
     unknown.backward = true;
     EXPECT_EQ(plan_geometry(h200(), unknown, forced).push.chunk, 16384u) << "no multiprocessor count";

@@ -113,9 +113,10 @@ uint32_t wave_workgroup(uint64_t chunk) {
 // The chunk of a forward problem spread over one wave of held chunks, each
 // in one tile of wave_workgroup(): chunks of kSinglePassMinChunk (256 x 4)
 // where their grid fills at most half the multiprocessors, else of
-// kSinglePassHeldChunk (256 x 8) where they fit one wave, else of
-// kSinglePassBatchChunk (512 x 8) where those fill more than half of it,
-// for 16-bit types only in batches; each time at most
+// kSinglePassHeldChunk (256 x 8) where they fit one wave (f32 and f16
+// batches: two workgroups a multiprocessor, kSinglePassHeldChunkWaves),
+// else of kSinglePassBatchChunk (512 x 8) where those fill more than half
+// of one, for 16-bit types only in batches; each time at most
 // kSinglePassSpreadMaxChunks a row, half that past half a wave (the
 // partials each lane of the gathering subgroup waits for: a second costs
 // about a round trip, v36). 0 where none fits. H100 (580.159.04;
@@ -134,15 +135,26 @@ uint32_t wave_workgroup(uint64_t chunk) {
 //   16-bit rows fewer than a batch (f16 / bf16 6x262144, 96 workgroups,
 //   9.72 / 9.69 against 9.98 / 10.15); so is f16 2x524288 in 64 chunks of
 //   8192 a row over a whole wave (8.92 against 9.16).
+// - 8192 in two workgroups a multiprocessor rather than 16384 at 512 x 8
+//   in one, since a held chunk's statistic takes one exchange at 256
+//   (H200, bench/NOTES.md, v66), us, means of two runs: f32 16x131072
+//   8.60 -> 7.83, 24x65536 8.10 -> 7.28, 6x262144 8.24 -> 7.52, 5x262144
+//   7.75 -> 7.28; f16 16x131072 7.05 -> 6.66, 24x65536 6.81 -> 6.28,
+//   12x100000 6.56 -> 6.37; bf16 -2% to +3% (12x100000 6.80 -> 7.00,
+//   8x200000 7.04 -> 7.25), so bf16 keeps 512 x 8.
 uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
     if (problem.backward || l.multiprocessors == 0) return 0;
     const uint64_t rows = problem.shape.rows();
     const bool few_16bit = problem.dtype != Dtype::f32 && rows < kSinglePassBatchRows;
+    const bool two_per_multiprocessor =
+        problem.dtype == Dtype::f32 || (problem.dtype == Dtype::f16 && !few_16bit);
     for (const uint64_t chunk : {kSinglePassMinChunk, kSinglePassHeldChunk, kSinglePassBatchChunk}) {
         const uint64_t grid = wave_grid(problem, l, chunk);
         const bool half = 2 * grid <= l.multiprocessors;
         const uint64_t most = half ? kSinglePassSpreadMaxChunks : kSinglePassSpreadMaxChunks / 2;
-        if (grid > l.multiprocessors || grid / rows > most || wave_workgroup(chunk) > l.max_workgroup) continue;
+        const uint64_t waves = chunk == kSinglePassHeldChunk && two_per_multiprocessor ? kSinglePassHeldChunkWaves : 1;
+        if (grid > waves * l.multiprocessors || grid / rows > most || wave_workgroup(chunk) > l.max_workgroup)
+            continue;
         if (chunk == kSinglePassMinChunk && !half) continue;
         if (chunk == kSinglePassBatchChunk && (half || few_16bit)) continue;
         return chunk;

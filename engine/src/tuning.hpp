@@ -142,6 +142,12 @@ constexpr uint64_t kSinglePassBatchMaxBytes = 40ull << 20;
 // (held_wave_chunk() in single_pass_plan.cpp; bench/NOTES.md, v40).
 constexpr uint64_t kSinglePassHeldChunk = 4ull * kSinglePassWorkgroup * kSinglePassHeldSlots;
 constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
+// Forward f32 problems and f16 batches hold chunks of kSinglePassHeldChunk
+// (256 x 8) in up to this many workgroups per multiprocessor, rather than
+// chunks of kSinglePassBatchChunk at 512 x 8 in one (held_wave_chunk() in
+// single_pass_plan.cpp; H200, f32 16x131072 8.60 -> 7.83 us,
+// bench/NOTES.md, v66).
+constexpr uint64_t kSinglePassHeldChunkWaves = 2;
 // Forward batches past one wave hold chunks of kSinglePassHeldChunk where
 // their grid is at most this many workgroups per multiprocessor
 // (held_batch_chunk() in single_pass_plan.cpp). H200 (580.159.04;
