@@ -1099,8 +1099,9 @@ TEST(Plan, BackwardSinglePassTakesResidentRows) {
 // here): each chunk the count's share of the row, held in one tile (256
 // x 4 or 8, 512 x 8 at 16384: 16x100000 in 8 chunks of 12504 rather than
 // 4 of 28672), none empty. 16-bit batches of whole chunks of 16384 in one
-// wave hold each in a tile of 512 x 8 slots (fp32 keeps 256 x 4,
-// re-read). Larger grids and a device that does not count its
+// wave hold each in a tile of 512 x 8 slots; fp32 batches hold chunks of
+// 8192 at 256 x 8 where they make at most two workgroups a multiprocessor
+// (else 256 x 4, re-read). Larger grids and a device that does not count its
 // multiprocessors keep their chunks at 256 x 4; the forward pass has its
 // own rule for one wave (held_wave_chunk()).
 TEST(Plan, BackwardBatchesFillAWave) {
@@ -1108,12 +1109,13 @@ TEST(Plan, BackwardBatchesFillAWave) {
     for (const WaveCase& c :
          {WaveCase{8, 65536, Dtype::f32, 4096, 128, 256, 4}, WaveCase{16, 65536, Dtype::f16, 8192, 128, 256, 8},
           WaveCase{8, 131072, Dtype::bf16, 8192, 128, 256, 8}, WaveCase{8, 50000, Dtype::f32, 3128, 128, 256, 4},
-          WaveCase{12, 40000, Dtype::f16, 5000, 96, 256, 8}, WaveCase{16, 100000, Dtype::f16, 12504, 128, 512, 8}})
+          WaveCase{12, 40000, Dtype::f16, 5000, 96, 256, 8}, WaveCase{16, 100000, Dtype::f16, 12504, 128, 512, 8},
+          WaveCase{32, 65536, Dtype::f32, 8192, 256, 256, 8}, WaveCase{12, 131072, Dtype::f32, 8192, 192, 256, 8}})
         expect_wave_geometry(h100, c, true, true);
     // Held at 512 x 8 (16-bit) or read in tiles of 256 x 4, and larger grids.
     for (const WaveCase& c :
          {WaveCase{16, 131072, Dtype::f16, 16384, 128, 512, 8}, WaveCase{32, 65536, Dtype::bf16, 16384, 128, 512, 8},
-          WaveCase{8, 262144, Dtype::f16, 16384, 128, 512, 8}, WaveCase{32, 65536, Dtype::f32, 16384, 128, 256, 4},
+          WaveCase{8, 262144, Dtype::f16, 16384, 128, 512, 8}, WaveCase{64, 65536, Dtype::f32, 16384, 256, 256, 4},
           WaveCase{64, 65536, Dtype::f16, 16384, 256, 256, 4}, WaveCase{8, 1u << 20, Dtype::f32, 16384, 512, 256, 4}})
         expect_wave_geometry(h100, c, c.workgroup_size == 512, true);
     PlanOptions forced;

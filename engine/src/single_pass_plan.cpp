@@ -86,10 +86,29 @@ bool few_rows_wave_fills(uint64_t grid, const Limits& l) {
 // 16 of 12504) 12.28 / 11.11 / 11.99 against 9.54 / 8.58 / 8.49;
 // 12x100000 (96 workgroups) 11.95 / 10.55 / 11.12 against 9.15 / 8.29 /
 // 8.15.
+// An f32 backward batch that neither rule above takes, whose chunks of
+// kSinglePassHeldChunk make at most kSinglePassHeldChunkWaves workgroups
+// per multiprocessor and at most kSinglePassSpreadMaxChunks / 2 a row:
+// those, held at 256 x 8, rather than chunks of kSinglePassBatchChunk
+// read in four tiles of 256 x 4 and re-read for the write (16-bit batches
+// hold theirs at 512 x 8 instead: held_wave_batch()). H200 (580.159.04;
+// bench/NOTES.md, v66), us, means of two runs: 16x131072 8.14 -> 7.92,
+// 32x65536 8.15 -> 7.86, 8x262144 8.21 -> 8.05, 12x131072 7.60 -> 7.24,
+// 24x65536 7.61 -> 7.14; 10x131072 (160 workgroups) level, 7.11 -> 7.14.
+// 16-bit batches at 256 x 8 were level with 512 x 8 or slower.
+uint64_t held_f32_batch_chunk(const Problem& problem, const Limits& l) {
+    const uint64_t rows = problem.shape.rows();
+    if (problem.dtype != Dtype::f32 || rows < kSinglePassBatchRows) return 0;
+    const uint64_t grid = wave_grid(problem, l, kSinglePassHeldChunk);
+    return grid <= kSinglePassHeldChunkWaves * l.multiprocessors && grid / rows <= kSinglePassSpreadMaxChunks / 2
+               ? kSinglePassHeldChunk
+               : 0;
+}
+
 uint64_t wave_chunk(const Problem& problem, const Limits& l) {
     if (!problem.backward || l.multiprocessors == 0) return 0;
     const bool batch = half_wave_batch(problem, l);
-    if (!batch && !few_rows_past_a_wave(problem, l)) return 0;
+    if (!batch && !few_rows_past_a_wave(problem, l)) return held_f32_batch_chunk(problem, l);
     uint64_t chunk = 0, grid = 0;
     for (uint64_t c = kSinglePassBatchChunk; c >= kSinglePassMinChunk; c /= 2) {
         const uint64_t g = wave_grid(problem, l, c);

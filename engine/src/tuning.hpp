@@ -146,7 +146,9 @@ constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 // (256 x 8) in up to this many workgroups per multiprocessor, rather than
 // chunks of kSinglePassBatchChunk at 512 x 8 in one (held_wave_chunk() in
 // single_pass_plan.cpp; H200, f32 16x131072 8.60 -> 7.83 us,
-// bench/NOTES.md, v66).
+// bench/NOTES.md, v66); so do f32 backward batches, rather than chunks of
+// kSinglePassBatchChunk re-read (held_f32_batch_chunk(): 32x65536 8.15 ->
+// 7.86 us).
 constexpr uint64_t kSinglePassHeldChunkWaves = 2;
 // Forward batches past one wave hold chunks of kSinglePassHeldChunk where
 // their grid is at most this many workgroups per multiprocessor
