@@ -72,30 +72,17 @@ bool few_rows_wave_fills(uint64_t grid, const Limits& l) {
     return static_cast<double>(grid) > kSinglePassWaveLeastFill * l.multiprocessors;
 }
 
-// The chunk of a backward problem spread over one wave of held chunks
-// (half_wave_batch(), few_rows_past_a_wave()): the least of
-// kSinglePassMinChunk, twice it, ..., kSinglePassBatchChunk whose grid
-// fits one wave, each chunk then the count's share of the row
-// (fill_chunks()), held in one tile of wave_workgroup(); 0 where the rule
-// does not apply or no such chunk fits. A batch comes here at
-// kSinglePassBatchChunk only where its rows round their count up (a whole
-// count of half a wave would fit at half the chunk): H200 (v33), us,
-// means of four to six runs, 4 chunks of 28672 in tiles of 256 x 4
-// against 8 of 12504 at 512 x 8, f32 / f16 / bf16: 16x100000 12.18 /
-// 11.05 / 11.94 against 9.39 / 8.31 / 7.48; 8x200000 (8 of 28672 against
-// 16 of 12504) 12.28 / 11.11 / 11.99 against 9.54 / 8.58 / 8.49;
-// 12x100000 (96 workgroups) 11.95 / 10.55 / 11.12 against 9.15 / 8.29 /
-// 8.15.
-// An f32 backward batch that neither rule above takes, whose chunks of
-// kSinglePassHeldChunk make at most kSinglePassHeldChunkWaves workgroups
-// per multiprocessor and at most kSinglePassSpreadMaxChunks / 2 a row:
-// those, held at 256 x 8, rather than chunks of kSinglePassBatchChunk
-// read in four tiles of 256 x 4 and re-read for the write (16-bit batches
-// hold theirs at 512 x 8 instead: held_wave_batch()). H200 (580.159.04;
-// bench/NOTES.md, v66), us, means of two runs: 16x131072 8.14 -> 7.92,
-// 32x65536 8.15 -> 7.86, 8x262144 8.21 -> 8.05, 12x131072 7.60 -> 7.24,
-// 24x65536 7.61 -> 7.14; 10x131072 (160 workgroups) level, 7.11 -> 7.14.
-// 16-bit batches at 256 x 8 were level with 512 x 8 or slower.
+// An f32 backward batch that wave_chunk()'s rules do not take (it is
+// past half a wave), whose chunks of kSinglePassHeldChunk make at most
+// kSinglePassHeldChunkWaves workgroups per multiprocessor and at most
+// kSinglePassSpreadMaxChunks / 2 a row: those, held at 256 x 8, rather
+// than chunks of kSinglePassBatchChunk read in four tiles of 256 x 4 and
+// re-read for the write (16-bit batches hold theirs at 512 x 8 instead:
+// held_wave_batch()). H200 (580.159.04; bench/NOTES.md, v66), us, means
+// of two runs: 16x131072 8.14 -> 7.92, 32x65536 8.15 -> 7.86, 8x262144
+// 8.21 -> 8.05, 12x131072 7.60 -> 7.24, 24x65536 7.61 -> 7.14; 10x131072
+// (160 workgroups) level, 7.11 -> 7.14. 16-bit batches at 256 x 8 were
+// level with 512 x 8 or slower.
 uint64_t held_f32_batch_chunk(const Problem& problem, const Limits& l) {
     const uint64_t rows = problem.shape.rows();
     if (problem.dtype != Dtype::f32 || rows < kSinglePassBatchRows) return 0;
@@ -105,6 +92,20 @@ uint64_t held_f32_batch_chunk(const Problem& problem, const Limits& l) {
                : 0;
 }
 
+// The chunk of a backward problem spread over one wave of held chunks
+// (half_wave_batch(), few_rows_past_a_wave()): the least of
+// kSinglePassMinChunk, twice it, ..., kSinglePassBatchChunk whose grid fits
+// one wave, each chunk then the count's share of the row (fill_chunks()),
+// held in one tile of wave_workgroup(); else an f32 batch's
+// held_f32_batch_chunk(); 0 where no rule applies or no such chunk fits. A
+// batch comes here at kSinglePassBatchChunk only where its rows round their
+// count up (a whole count of half a wave would fit at half the chunk): H200
+// (v33), us, means of four to six runs, 4 chunks of 28672 in tiles of
+// 256 x 4 against 8 of 12504 at 512 x 8, f32 / f16 / bf16: 16x100000
+// 12.18 / 11.05 / 11.94 against 9.39 / 8.31 / 7.48; 8x200000 (8 of 28672
+// against 16 of 12504) 12.28 / 11.11 / 11.99 against 9.54 / 8.58 / 8.49;
+// 12x100000 (96 workgroups) 11.95 / 10.55 / 11.12 against
+// 9.15 / 8.29 / 8.15.
 uint64_t wave_chunk(const Problem& problem, const Limits& l) {
     if (!problem.backward || l.multiprocessors == 0) return 0;
     const bool batch = half_wave_batch(problem, l);
@@ -132,10 +133,11 @@ uint32_t wave_workgroup(uint64_t chunk) {
 // The chunk of a forward problem spread over one wave of held chunks, each
 // in one tile of wave_workgroup(): chunks of kSinglePassMinChunk (256 x 4)
 // where their grid fills at most half the multiprocessors, else of
-// kSinglePassHeldChunk (256 x 8) where they fit one wave (f32 and f16
-// batches: two workgroups a multiprocessor, kSinglePassHeldChunkWaves),
-// else of kSinglePassBatchChunk (512 x 8) where those fill more than half
-// of one, for 16-bit types only in batches; each time at most
+// kSinglePassHeldChunk (256 x 8) where they fit one wave (f32 problems
+// and f16 batches: two workgroups a multiprocessor,
+// kSinglePassHeldChunkWaves), else of kSinglePassBatchChunk (512 x 8)
+// where those fill more than half of one, for 16-bit types only in
+// batches; each time at most
 // kSinglePassSpreadMaxChunks a row, half that past half a wave (the
 // partials each lane of the gathering subgroup waits for: a second costs
 // about a round trip, v36). 0 where none fits. H100 (580.159.04;
