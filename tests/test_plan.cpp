@@ -1010,14 +1010,14 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
 
 // On NVIDIA forward rows past a workgroup row take one dispatch where one
 // wave of held chunks covers them (132 multiprocessors here): chunks of
-// 4096 at 256 x 4 where they fill at most half the wave, else 8192 at 256
-// x 8 (f32 and f16 batches: up to two workgroups a multiprocessor), else
-// 16384 at 512 x 8 where those fill more than half (16-bit types: in
-// batches of 8 rows or more); at most 64 chunks a row, 32 past half a
-// wave; each chunk the count's share of the row. Past that, two
-// dispatches, or a resident batch (6 MiB or more, or held chunks of 8192
-// at most 3 a multiprocessor); a forced chunk takes
-// the path where it makes one such wave.
+// 4096 at 256 x 4 where they fill at most half the wave, else 8192 at
+// 256 x 8 (f32 problems and f16 batches: up to two workgroups a
+// multiprocessor), else 16384 at 512 x 8 where those fill more than half
+// (16-bit types: in batches of 8 rows or more); at most 64 chunks a row,
+// 32 past half a wave; each chunk the count's share of the row. Past that,
+// two dispatches, or a resident batch (6 MiB or more, or held chunks of
+// 8192 at most 3 a multiprocessor); a forced chunk takes the path where it
+// makes one such wave.
 TEST(Plan, ForwardRowsSpreadOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     for (const WaveCase& c :
