@@ -357,8 +357,10 @@ shared float red_f[gl_WorkGroupSize.x];
 // partials before the subgroup op, so that no partial is lost however many
 // subgroups there are relative to the subgroup size.
 // m is finite here (-VKSM_FLT_MAX stands for none): a float max, not an integer
-// one, because subgroupMax on uint gave wrong maxima on NVIDIA 580.159.04
-// in some pipelines (bench/NOTES.md).
+// one, because integer subgroup maxima gave wrong results on NVIDIA
+// 580.159.04 in some pipelines: a uint key packing the max and the flags
+// (bench/NOTES.md, v3), and signed keys that order as the floats do,
+// compared there as if unsigned (v67).
 void group_max_or(inout float m, inout uint f) {
     m = subgroupMax(m);
     f = subgroupOr(f);
