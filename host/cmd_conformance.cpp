@@ -28,6 +28,7 @@ struct ConformanceArgs {
     bool stress_only = false;  // the child's part: the stress case, as JSON on stdout
     std::string single_pass;   // never: leave the single-pass path (and its stress case) out
     std::string nonfinite;     // PlanOptions::nonfinite for every forward variant
+    std::string subgroup_max;  // PlanOptions::subgroup_max for every forward variant
     unsigned watchdog_seconds = 120;
 };
 
@@ -227,10 +228,15 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
     }
     for (const auto& r : conformance::run(ctx, options, print)) add(r);
     const NonfiniteRule nonfinite = nonfinite_rule(d, o.nonfinite);
+    const SubgroupMaxRule single_row_max = subgroup_max_rule(d, 1, o.subgroup_max);
     return {{"device", identity(d)},
             {"single_pass", single_pass},
             {"nonfinite",
              {{"check", nonfinite_check_name(o.nonfinite)}, {"by_sum", nonfinite.by_sum}, {"reason", nonfinite.reason}}},
+            {"subgroup_max",
+             {{"choice", subgroup_max_name(o.subgroup_max)},
+              {"single_rows_by_key", single_row_max.by_key},
+              {"reason", single_row_max.reason}}},
             {"worst_f32_rel_fast", worst_rel_fast},
             {"worst_f32_rel_accurate", worst_rel_accurate},
             {"results", results}};
@@ -243,6 +249,7 @@ int conformance_command(const ConformanceArgs& a) {
     o.quick = a.quick;
     o.filters = a.filters;
     o.nonfinite = parse_nonfinite(a.nonfinite);
+    o.subgroup_max = parse_subgroup_max(a.subgroup_max);
     nlohmann::json report;
     const std::time_t now = std::time(nullptr);
     char date[32];
@@ -282,6 +289,7 @@ Command add_conformance(CLI::App& app) {
                     "never: leave the single-pass path and its stress case out (default: check them where the "
                     "device has the Vulkan memory model)");
     sub->add_option("--nonfinite", a->nonfinite, nonfinite_help());
+    sub->add_option("--subgroup-max", a->subgroup_max, subgroup_max_help());
     sub->add_option("--watchdog", a->watchdog_seconds,
                     "Seconds the single-pass stress case may take (in a child process) before it counts as a hang "
                     "(default 120)");

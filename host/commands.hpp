@@ -36,6 +36,9 @@ std::string single_pass_help();
 // The same for --nonfinite (PlanOptions::nonfinite).
 NonfiniteCheck parse_nonfinite(const std::string& text);
 std::string nonfinite_help();
+// The same for --subgroup-max (PlanOptions::subgroup_max).
+SubgroupMax parse_subgroup_max(const std::string& text);
+std::string subgroup_max_help();
 
 // Runs `body`, turning vksoftmax and std exceptions into one line on stderr
 // and the exit code that matches their kind.

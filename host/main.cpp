@@ -35,6 +35,19 @@ std::string nonfinite_help() {
            "sum tested once)";
 }
 
+SubgroupMax parse_subgroup_max(const std::string& text) {
+    for (SubgroupMax m : {SubgroupMax::automatic, SubgroupMax::float_max, SubgroupMax::integer_keys})
+        if (text == subgroup_max_name(m)) return m;
+    if (text.empty()) return SubgroupMax::automatic;
+    throw Error(ErrorKind::invalid_argument, "--subgroup-max: '" + text + "' is not automatic, float or integer-keys");
+}
+
+std::string subgroup_max_help() {
+    return "How the single-pass path takes a subgroup's max: automatic (default: integer keys for single rows on the "
+           "drivers where they were measured faster, else float), float, integer-keys (on every forward single-pass "
+           "problem without attention options)";
+}
+
 std::string single_pass_help() {
     return "Long rows in one dispatch: automatic (default: where the device has the Vulkan memory model and the path "
            "was measured faster on its vendor's devices), allowed (wherever it has the memory model), never (two "

@@ -69,7 +69,7 @@ VksmStat split_row_stat(uint r, uint lanes, uint lane) {
             pd = part[i].d;
             pf = part[i].f;
         }
-        float m = subgroupMax(pm);
+        float m = vksm_subgroup_max(pm);
         return VksmStat(m, subgroupAdd(pd * vksm_scaled_exp(pm - m)), subgroupOr(pf));
     }
     VksmStat s = vksm_stat_empty();

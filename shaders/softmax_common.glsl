@@ -19,6 +19,9 @@
 //                 clusters of ROW_LANES lanes each, reduced by subgroup
 //                 shuffles: a module of its own, because it declares a
 //                 capability (GroupNonUniformShuffle) that devices may lack.
+//   SUBGROUP_MAX_BY_KEY  (single-pass modules, with USE_SUBGROUP) a
+//                 subgroup's max taken on integer keys in workgroups of up
+//                 to 256 invocations (softmax_single_pass.comp).
 //   ATTENTION     scale, masks, ALiBi, sinks and the log-sum-exp
 //                 (softmax_attention.glsl): modules of their own, so that
 //                 plain softmax keeps its code exactly.
@@ -329,6 +332,10 @@ layout(constant_id = 17) const bool SCALE_IN_EXP = false;
 layout(constant_id = 22) const bool NONFINITE_BY_SUM = false;
 const bool BY_SUM = NONFINITE_BY_SUM && !ACCURATE;
 #define VKSM_EXP_UNCLAMPED BY_SUM
+#ifdef USE_SUBGROUP
+// vksm_subgroup_max() and vksm_subgroup_stat().
+#define VKSM_SUBGROUP_ARITHMETIC
+#endif
 #include "vksoftmax/softmax.glsl"
 
 // Whether a row's outputs are all NaN, given its statistic's flags and
@@ -356,13 +363,14 @@ shared float red_f[gl_WorkGroupSize.x];
 // Cross-subgroup step: every lane folds a strided slice of ALL subgroup
 // partials before the subgroup op, so that no partial is lost however many
 // subgroups there are relative to the subgroup size.
-// m is finite here (-VKSM_FLT_MAX stands for none): a float max, not an integer
-// one, because integer subgroup maxima gave wrong results on NVIDIA
+// The max is a float max unless the module takes it on integer keys
+// (vksm_subgroup_max(): SUBGROUP_MAX_BY_KEY, the single-pass modules
+// only), because integer subgroup maxima gave wrong results on NVIDIA
 // 580.159.04 in some pipelines: a uint key packing the max and the flags
 // (bench/NOTES.md, v3), and signed keys that order as the floats do,
-// compared there as if unsigned (v67).
+// compared there as if unsigned in a subgroup-row module (v67).
 void group_max_or(inout float m, inout uint f) {
-    m = subgroupMax(m);
+    m = vksm_subgroup_max(m);
     f = subgroupOr(f);
     if (SUBGROUP_ROWS) return;
     if (subgroupElect()) {
@@ -376,7 +384,7 @@ void group_max_or(inout float m, inout uint f) {
         r = max(r, red_m[i]);
         o |= red_u[i];
     }
-    m = subgroupMax(r);
+    m = vksm_subgroup_max(r);
     f = subgroupOr(o);
 }
 float group_add(float v) {

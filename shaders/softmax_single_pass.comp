@@ -45,9 +45,13 @@
 // bytes per chunk {~m, ~d, flags | PUBLISHED, unused}, then one count per
 // row (vksoftmax/single_pass_workspace.hpp reads it back on the host).
 #define SINGLE_PASS
-#ifdef USE_SUBGROUP
-// A row's partials reduced within subgroup 0 (gather_row()).
-#define VKSM_SUBGROUP_ARITHMETIC
+#ifdef SUBGROUP_MAX_BY_KEY
+// A subgroup's max on integer keys (vksoftmax/softmax.glsl), in modules of
+// their own that the plan gives single rows on the drivers where they
+// were measured (engine/src/subgroup_max_rule.cpp): f32 single rows 3-5%
+// faster on an H200. In workgroups of 512 they do not run: chunks held at
+// 512 x 8 were 5-8% slower with them (bench/NOTES.md, v67).
+#define VKSM_SUBGROUP_MAX_BY_KEY (gl_WorkGroupSize.x <= 256u)
 #endif
 #include "softmax_common.glsl"
 

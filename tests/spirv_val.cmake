@@ -1,5 +1,6 @@
 # cmake -DSPIRV_VAL=path -DSPIRV_DIS=path "-DFILES=a.spv;b.spv" -P spirv_val.cmake
-# Every module passes spirv-val; exactly the *_ucf* modules declare
+# Every module passes spirv-val; exactly the *_ucf* modules (sg_ucf,
+# sg_ucf_shuffle, sg_ucf_key) declare
 # SubgroupUniformControlFlowKHR and exactly the *_shuffle modules the
 # GroupNonUniformShuffle capability (the engine picks each only on devices
 # that have the feature; declaring it elsewhere would be invalid there).
@@ -29,7 +30,7 @@ foreach(f ${FILES})
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "spirv-dis failed on ${f}: ${err}")
   endif()
-  expect_exactly_where(${f} "${dis}" "OpExecutionMode %main SubgroupUniformControlFlowKHR" "_ucf(_shuffle)?\\.spv$")
+  expect_exactly_where(${f} "${dis}" "OpExecutionMode %main SubgroupUniformControlFlowKHR" "_ucf(_shuffle|_key)?\\.spv$")
   expect_exactly_where(${f} "${dis}" "OpCapability GroupNonUniformShuffle\n" "_shuffle\\.spv$")
   expect_exactly_where(${f} "${dis}" " Unroll\n" "(single_pass_|_bf16_|_attn_f16_)")
   message(STATUS "spirv-val: ${f} ok")

@@ -836,6 +836,70 @@ TEST(Plan, NonfiniteFoundBySumWhereTheDriverAllows) {
     }
 }
 
+// A subgroup's max on integer keys: for forward single rows on the
+// single-pass path on NVIDIA's driver (plain and log-softmax, every
+// storage type), nowhere else by itself: not batches, the backward pass,
+// attention options, other paths, the shared-memory reduction or drivers
+// not measured. The option forces either form on forward single-pass
+// problems without attention options.
+TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
+    const DeviceInfo nv = counted_h100();
+    const SubgroupMaxRule nvidia = subgroup_max_rule(nv, 1);
+    EXPECT_TRUE(nvidia.by_key);
+    EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
+    EXPECT_FALSE(subgroup_max_rule(nv, 2).by_key) << "a batch of two rows";
+    DeviceInfo shared_memory = nv;
+    shared_memory.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT;
+    DeviceInfo llvmpipe = nv;
+    llvmpipe.vendor_id = 0x10005;
+    llvmpipe.driver_id = VK_DRIVER_ID_MESA_LLVMPIPE;
+    const SubgroupMaxRule other = subgroup_max_rule(llvmpipe, 1);
+    EXPECT_FALSE(other.by_key);
+    EXPECT_NE(other.reason.find("not measured"), std::string::npos) << other.reason;
+    EXPECT_TRUE(subgroup_max_rule(llvmpipe, 16, SubgroupMax::integer_keys).by_key);
+    EXPECT_FALSE(subgroup_max_rule(nv, 1, SubgroupMax::float_max).by_key);
+
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
+        for (uint64_t cols : {32768u, 131072u, 524288u})
+            for (bool log : {false, true}) {
+                Problem p = rows_of(1, cols, dt);
+                p.log = log;
+                const std::string row = what(p) + (log ? " log" : "");
+                const Plan plan = plan_geometry(nv, p);
+                ASSERT_EQ(plan.path, Path::single_pass) << row;
+                EXPECT_TRUE(plan.key[0].subgroup_max_by_key) << row << ": " << plan.key[0].id();
+                EXPECT_NE(plan.key[0].id().find("/max-by-key"), std::string::npos) << row << ": " << plan.key[0].id();
+                EXPECT_FALSE(plan_geometry(llvmpipe, p).key[0].subgroup_max_by_key) << row << " on llvmpipe";
+                PlanOptions as_float;
+                as_float.subgroup_max = SubgroupMax::float_max;
+                EXPECT_FALSE(plan_geometry(nv, p, as_float).key[0].subgroup_max_by_key) << row << " forced float";
+                Problem backward = p;
+                backward.backward = true;
+                EXPECT_FALSE(plan_geometry(nv, backward).key[0].subgroup_max_by_key) << row << " backward";
+                Problem attention = p;
+                attention.attention.heads = 1;
+                attention.attention.query_rows = 1;
+                attention.attention.causal = true;
+                EXPECT_FALSE(plan_geometry(nv, attention).key[0].subgroup_max_by_key) << row << " causal";
+                EXPECT_FALSE(plan_geometry(shared_memory, p).key[0].subgroup_max_by_key) << row << " shared memory";
+            }
+    for (const Problem& batch : {rows_of(16, 131072), rows_of(8, 131072, Dtype::f16), rows_of(32, 32768, Dtype::bf16)}) {
+        const Plan plan = plan_geometry(nv, batch);
+        ASSERT_EQ(plan.path, Path::single_pass) << what(batch);
+        EXPECT_FALSE(plan.key[0].subgroup_max_by_key) << what(batch) << ": " << plan.key[0].id();
+        PlanOptions keys;
+        keys.subgroup_max = SubgroupMax::integer_keys;
+        EXPECT_TRUE(plan_geometry(nv, batch, keys).key[0].subgroup_max_by_key) << what(batch) << " forced keys";
+    }
+    PlanOptions keys;
+    keys.subgroup_max = SubgroupMax::integer_keys;
+    for (const Problem& row_path : {rows_of(1, 8192), rows_of(4096, 1024)}) {
+        const Plan plan = plan_geometry(nv, row_path, keys);
+        EXPECT_NE(plan.path, Path::single_pass) << what(row_path);
+        EXPECT_FALSE(plan.key[0].subgroup_max_by_key) << what(row_path) << " on " << path_name(plan.path);
+    }
+}
+
 // The rule for the single-pass path: the memory model first, then what
 // is known of the vendor (taken only where measured faster: on NVIDIA,
 // resident batches), then the option; a forced single-pass path the rule

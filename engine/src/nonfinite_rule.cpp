@@ -2,6 +2,7 @@
 // from what is known of each driver's exp2.
 #include <string>
 
+#include "driver_table.hpp"
 #include "vksoftmax/plan.hpp"
 
 namespace vksoftmax {
@@ -22,11 +23,7 @@ namespace {
 // that a row's sum of exps is NaN exactly where the row holds a NaN or
 // +inf. Each was checked by the conformance catalogue's non-finite rows
 // on every path with the check by sum (tests/conformance/).
-struct NonfiniteDriver {
-    VkDriverId driver;
-    const char* reason;
-};
-constexpr NonfiniteDriver kBySumDrivers[] = {
+constexpr DriverReason kBySumDrivers[] = {
     // bench/NOTES.md (v49, H200, 580.159.04): the quick catalogue passes
     // with it (f32, f16, bf16); against each element tested, masked
     // (8, 32, 512, 512) f16 74.8 -> 71.8 us and bf16 78.9 -> 74.2, f16
@@ -41,8 +38,7 @@ constexpr NonfiniteDriver kBySumDrivers[] = {
 NonfiniteRule nonfinite_rule(const DeviceInfo& d, NonfiniteCheck c) {
     if (c == NonfiniteCheck::each_element) return {false, "each element tested (each-element)"};
     if (c == NonfiniteCheck::by_sum) return {true, "found by the row's sum (by-sum)"};
-    for (const NonfiniteDriver& driver : kBySumDrivers)
-        if (driver.driver == d.driver_id) return {true, driver.reason};
+    if (const char* reason = driver_reason(d, kBySumDrivers)) return {true, reason};
     return {false, "exp2 of -inf and NaN not known on " + d.name + "'s driver: each element tested"};
 }
 

@@ -44,7 +44,8 @@ std::string PipelineKey::id() const {
                             (scale_in_exp ? "/scale-in-exp" : "") + (query_major ? "/query-major" : "") +
                             (query_block_shift ? "/block" + std::to_string(1u << query_block_shift) : "")
                       : "") +
-           (backward ? std::string("/backward") + (sinks ? "/sinks" : "") : "") + (nonfinite_by_sum ? "/by-sum" : "");
+           (backward ? std::string("/backward") + (sinks ? "/sinks" : "") : "") + (nonfinite_by_sum ? "/by-sum" : "") +
+           (subgroup_max_by_key ? "/max-by-key" : "");
 }
 
 // The backward modules declare the whole block: their sink gradient is
@@ -120,7 +121,7 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
                                      : ctx.info().subgroup_uniform_control_flow ? SpirvReduction::subgroup_uniform_control_flow
                                                                                 : SpirvReduction::subgroup;
     const SpirvBlob blob = key_.copy                             ? copy_spirv()
-                           : key_.kind == ShaderKind::single_pass ? single_pass_spirv(key_.dtype, reduction, key_.attention, key_.backward)
+                           : key_.kind == ShaderKind::single_pass ? single_pass_spirv(key_.dtype, reduction, key_.attention, key_.backward, key_.subgroup_max_by_key)
                            : key_.backward ? backward_spirv(key_.dtype, reduction, key_.row_lanes != 0)
                                                                   : softmax_spirv(key_.dtype, reduction, key_.row_lanes != 0, key_.attention);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};

@@ -5,7 +5,7 @@
 namespace vksoftmax {
 namespace {
 
-// The module's file name in shaders/CMakeLists.txt: NAME[_attn]_DTYPE_REDUCTION[_shuffle].
+// The module's file name in shaders/CMakeLists.txt: NAME[_attn]_DTYPE_REDUCTION[_shuffle|_key].
 SpirvBlob named(const std::string& name) {
     const SpirvBlob blob = spirv_module(name);
     if (!blob.words) throw Error(ErrorKind::unsupported, "no embedded SPIR-V module " + name);
@@ -37,8 +37,9 @@ SpirvBlob backward_spirv(Dtype dtype, SpirvReduction r, bool shuffle) {
     return named(module_name("softmax_backward", dtype, r, false) + (with_shuffle ? "_shuffle" : ""));
 }
 
-SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction r, bool attention, bool backward) {
-    return named(module_name(backward ? "single_pass_backward" : "single_pass", dtype, r, attention));
+SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction r, bool attention, bool backward, bool max_by_key) {
+    return named(module_name(backward ? "single_pass_backward" : "single_pass", dtype, r, attention) +
+                 (max_by_key ? "_key" : ""));
 }
 
 SpirvBlob copy_spirv() { return named("copy"); }

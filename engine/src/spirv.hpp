@@ -25,8 +25,9 @@ enum class SpirvReduction {
 SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle, bool attention);
 // softmax_single_pass.comp (long rows in one dispatch): one module per
 // storage type and reduction kind, plain, with the attention options, and
-// the backward pass (BACKWARD).
-SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction reduction, bool attention, bool backward);
+// the backward pass (BACKWARD); the plain subgroup ones again with a
+// subgroup's max on integer keys (max_by_key: SUBGROUP_MAX_BY_KEY).
+SpirvBlob single_pass_spirv(Dtype dtype, SpirvReduction reduction, bool attention, bool backward, bool max_by_key);
 // softmax_backward.comp (the backward pass): one module per storage type
 // and reduction kind, the subgroup ones also with shuffles.
 SpirvBlob backward_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle);

@@ -27,6 +27,8 @@ struct Options {
     bool single_pass = true;
     // How the forward shaders find NaN and +inf (PlanOptions::nonfinite).
     NonfiniteCheck nonfinite = NonfiniteCheck::automatic;
+    // How the single-pass modules take a subgroup's max (PlanOptions::subgroup_max).
+    SubgroupMax subgroup_max = SubgroupMax::automatic;
 };
 
 struct Result {

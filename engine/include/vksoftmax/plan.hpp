@@ -91,6 +91,27 @@ struct NonfiniteRule {
 };
 NonfiniteRule nonfinite_rule(const DeviceInfo& device, NonfiniteCheck c = NonfiniteCheck::automatic);
 
+// How the single-pass modules take a subgroup's max of the row's
+// statistics: float_max (subgroupMax of floats, every device) or
+// integer_keys (of integer keys that order as the floats do: one
+// instruction on NVIDIA, but the same keys gave wrong maxima in another
+// module on its 580.159.04 driver, bench/NOTES.md v67); automatic:
+// integer_keys for forward single rows (plain softmax and log-softmax, no
+// attention options) on the drivers where they were measured faster and
+// checked (engine/src/subgroup_max_rule.cpp), float_max elsewhere.
+// integer_keys takes them for every forward single-pass problem without
+// attention options (tests, conformance); other paths keep float_max.
+enum class SubgroupMax { automatic, float_max, integer_keys };
+const char* subgroup_max_name(SubgroupMax m);
+
+// Whether a forward single-pass problem of `rows` rows without attention
+// options takes integer keys on `device` under `m`, and why.
+struct SubgroupMaxRule {
+    bool by_key = false;
+    std::string reason;
+};
+SubgroupMaxRule subgroup_max_rule(const DeviceInfo& device, uint64_t rows, SubgroupMax m = SubgroupMax::automatic);
+
 struct PlanOptions {
     Reduction reduction = Reduction::automatic;
     uint32_t subgroup_size = 0;      // required subgroup size; 0: the device's
@@ -98,6 +119,7 @@ struct PlanOptions {
     uint32_t chunk_elements = 0;     // split and single-pass paths: elements per chunk (rounded to a tile)
     SinglePass single_pass = SinglePass::automatic;
     NonfiniteCheck nonfinite = NonfiniteCheck::automatic;
+    SubgroupMax subgroup_max = SubgroupMax::automatic;
     // Single-pass path: polling rounds before a workgroup computes the
     // partials still missing itself; 0: the plan's (tests set 1 to take
     // that path on every device).

@@ -19,6 +19,9 @@
 //                                   against x - m overflowing (default true);
 //                                   only T > 1 needs it, so define it false
 //                                   where VKSM_INV_T >= 1 (T = 1: the default)
+//     #define VKSM_SUBGROUP_MAX_BY_KEY expr  bool: subgroup maxima taken on
+//                                   integer keys (fewer cycles on NVIDIA; read
+//                                   vksm_subgroup_max() before defining it)
 //     #define VKSM_SUBGROUP_ARITHMETIC  with GL_KHR_shader_subgroup_arithmetic
 //                                   enabled: declares vksm_subgroup_stat()
 //                                   (the row entry points declare it anyway)
@@ -180,9 +183,30 @@ float vksm_output(float x, VksmStat s, bool log_softmax) {
 }
 
 #if defined(VKSM_LOAD) || defined(VKSM_SUBGROUP_ARITHMETIC)
+// The subgroup's max of m. Where VKSM_SUBGROUP_MAX_BY_KEY is defined and
+// holds, a max of signed integer keys that order as the floats do (a
+// negative float's magnitude bits flipped; the map is its own inverse):
+// one instruction on NVIDIA, about 90 cycles on 580.159.04 against about
+// 200 for a float max. A NaN whose sign is clear wins that max and one
+// whose sign is set loses it; either way it reaches the row's sum, and the
+// non-finite rules see it there or in the flags. Check it on your driver
+// before you define it: 580.159.04 compared such keys as if unsigned in
+// one of the engine's row modules (wrong maxima: bench/NOTES.md, v67), so
+// the engine takes them only in the single-pass modules, where every test
+// and conformance case passed with them.
+#ifdef VKSM_SUBGROUP_MAX_BY_KEY
+int vksm_order_key(int bits) { return bits ^ ((bits >> 31) & 0x7fffffff); }
+float vksm_subgroup_max(float m) {
+    if (!(VKSM_SUBGROUP_MAX_BY_KEY)) return subgroupMax(m);
+    return intBitsToFloat(vksm_order_key(subgroupMax(vksm_order_key(floatBitsToInt(m)))));
+}
+#else
+#define vksm_subgroup_max subgroupMax
+#endif
+
 // Every statistic of the subgroup merged into one, known to every lane.
 VksmStat vksm_subgroup_stat(VksmStat s) {
-    float m = subgroupMax(s.m);
+    float m = vksm_subgroup_max(s.m);
     uint f = subgroupOr(s.f);
     return VksmStat(m, subgroupAdd(s.d * vksm_scaled_exp(s.m - m)), f);
 }
@@ -206,7 +230,7 @@ shared uint vksm_shared_f[VKSM_MAX_SUBGROUPS];
 // arrays stay in use until the barrier of the vksm_workgroup_add() that
 // follows it (callers alternate the two).
 void vksm_workgroup_max_or(inout float m, inout uint f) {
-    m = subgroupMax(m);
+    m = vksm_subgroup_max(m);
     f = subgroupOr(f);
     if (subgroupElect()) {
         vksm_shared_m[gl_SubgroupID] = m;
@@ -217,7 +241,7 @@ void vksm_workgroup_max_or(inout float m, inout uint f) {
         m = max(m, vksm_shared_m[i]);
         f |= vksm_shared_f[i];
     }
-    m = subgroupMax(m);
+    m = vksm_subgroup_max(m);
     f = subgroupOr(f);
 }
 
@@ -296,7 +320,7 @@ void vksm_softmax_subgroup_row_cached(uint row, uint n, bool log_softmax) {
         v[k] = i < n ? VKSM_LOAD(row, i) : vksm_neg_inf();
     }
     VksmStat s = vksm_cached_max(v);
-    s.m = subgroupMax(s.m);
+    s.m = vksm_subgroup_max(s.m);
     s.f = subgroupOr(s.f);
     s.d = subgroupAdd(vksm_cached_sum(v, s.m));
     for (uint k = 0u; k < VKSM_ROW_CACHE; ++k) {
