@@ -48,9 +48,10 @@
 #ifdef SUBGROUP_MAX_BY_KEY
 // A subgroup's max on integer keys (vksoftmax/softmax.glsl), in modules of
 // their own that the plan gives single rows on the drivers where they
-// were measured (engine/src/subgroup_max_rule.cpp): f32 single rows 3-5%
-// faster on an H200. In workgroups of 512 they do not run: chunks held at
-// 512 x 8 were 5-8% slower with them (bench/NOTES.md, v67).
+// were measured (engine/src/subgroup_max_rule.cpp): f32 single rows 3-6%
+// faster on an H200. Workgroups of 512 keep the float max: with the keys
+// in the module, run or not, chunks held at 512 x 8 were 5-8% slower
+// (bench/NOTES.md, v67).
 #define VKSM_SUBGROUP_MAX_BY_KEY (gl_WorkGroupSize.x <= 256u)
 #endif
 #include "softmax_common.glsl"
