@@ -116,10 +116,8 @@ int replot(const BenchArgs& a) {
 // --row-order's value (empty: automatic), Error(invalid_argument) for
 // another word.
 RowOrder parse_row_order(const std::string& text) {
-    for (RowOrder order : {RowOrder::automatic, RowOrder::head_major, RowOrder::query_major})
-        if (text == row_order_name(order)) return order;
-    if (text.empty()) return RowOrder::automatic;
-    throw Error(ErrorKind::invalid_argument, "--row-order: '" + text + "' is not automatic, head-major or query-major");
+    constexpr RowOrder values[] = {RowOrder::automatic, RowOrder::head_major, RowOrder::query_major};
+    return parse_choice("--row-order", text, values, row_order_name);
 }
 
 // The timing and plan options of the command line.

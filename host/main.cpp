@@ -16,17 +16,13 @@ namespace vksoftmax::cli {
 void report(const char* message) { fmt::print(stderr, "vksoftmax: {}\n", printable(message)); }
 
 SinglePass parse_single_pass(const std::string& text) {
-    for (SinglePass s : {SinglePass::automatic, SinglePass::allowed, SinglePass::never})
-        if (text == single_pass_name(s)) return s;
-    if (text.empty()) return SinglePass::automatic;
-    throw Error(ErrorKind::invalid_argument, "--single-pass: '" + text + "' is not automatic, allowed or never");
+    constexpr SinglePass values[] = {SinglePass::automatic, SinglePass::allowed, SinglePass::never};
+    return parse_choice("--single-pass", text, values, single_pass_name);
 }
 
 NonfiniteCheck parse_nonfinite(const std::string& text) {
-    for (NonfiniteCheck c : {NonfiniteCheck::automatic, NonfiniteCheck::each_element, NonfiniteCheck::by_sum})
-        if (text == nonfinite_check_name(c)) return c;
-    if (text.empty()) return NonfiniteCheck::automatic;
-    throw Error(ErrorKind::invalid_argument, "--nonfinite: '" + text + "' is not automatic, each-element or by-sum");
+    constexpr NonfiniteCheck values[] = {NonfiniteCheck::automatic, NonfiniteCheck::each_element, NonfiniteCheck::by_sum};
+    return parse_choice("--nonfinite", text, values, nonfinite_check_name);
 }
 
 std::string nonfinite_help() {
@@ -36,10 +32,8 @@ std::string nonfinite_help() {
 }
 
 SubgroupMax parse_subgroup_max(const std::string& text) {
-    for (SubgroupMax m : {SubgroupMax::automatic, SubgroupMax::float_max, SubgroupMax::integer_keys})
-        if (text == subgroup_max_name(m)) return m;
-    if (text.empty()) return SubgroupMax::automatic;
-    throw Error(ErrorKind::invalid_argument, "--subgroup-max: '" + text + "' is not automatic, float or integer-keys");
+    constexpr SubgroupMax values[] = {SubgroupMax::automatic, SubgroupMax::float_max, SubgroupMax::integer_keys};
+    return parse_choice("--subgroup-max", text, values, subgroup_max_name);
 }
 
 std::string subgroup_max_help() {
