@@ -37,9 +37,9 @@ SubgroupMax parse_subgroup_max(const std::string& text) {
 }
 
 std::string subgroup_max_help() {
-    return "How the single-pass path takes a subgroup's max: automatic (default: integer keys for single rows on the "
-           "drivers where they were measured faster, else float), float, integer-keys (on every forward single-pass "
-           "problem without attention options)";
+    return "How the single-pass and workgroup-row paths take a subgroup's max: automatic (default: integer keys for "
+           "single rows on the drivers where they were measured faster, else float), float, integer-keys (on every "
+           "forward single-pass or workgroup-row problem without attention options)";
 }
 
 std::string single_pass_help() {

@@ -11,6 +11,14 @@
 //   rows of at most 4 x ROW_LANES.
 // KIND_SPLIT_STATISTICS / KIND_SPLIT_NORMALIZE: the two dispatches of the
 //   split path; see main().
+#ifdef SUBGROUP_MAX_BY_KEY
+// A subgroup's max on integer keys (vksoftmax/softmax.glsl), in modules of
+// their own that the plan gives single rows held by a workgroup on the
+// drivers where they were measured (engine/src/subgroup_max_rule.cpp).
+// Never where a subgroup holds the row: NVIDIA 580.159.04 compared the
+// keys as if unsigned in such a module (bench/NOTES.md, v67).
+#define VKSM_SUBGROUP_MAX_BY_KEY (!SUBGROUP_ROWS)
+#endif
 #include "softmax_common.glsl"
 
 #include "softmax_tiles.glsl"

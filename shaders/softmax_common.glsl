@@ -364,8 +364,8 @@ shared float red_f[gl_WorkGroupSize.x];
 // partials before the subgroup op, so that no partial is lost however many
 // subgroups there are relative to the subgroup size.
 // The max is a float max unless the module takes it on integer keys
-// (vksm_subgroup_max(): SUBGROUP_MAX_BY_KEY, the single-pass modules
-// only), because integer subgroup maxima gave wrong results on NVIDIA
+// (vksm_subgroup_max(): SUBGROUP_MAX_BY_KEY, the *_key modules only),
+// because integer subgroup maxima gave wrong results on NVIDIA
 // 580.159.04 in some pipelines: a uint key packing the max and the flags
 // (bench/NOTES.md, v3), and signed keys that order as the floats do,
 // compared there as if unsigned in a subgroup-row module (v67).

@@ -1,7 +1,10 @@
 #include "gpu_fixture.hpp"
 
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 namespace vkstest {
@@ -55,6 +58,35 @@ PlanOptions single_pass(uint32_t chunk, Reduction reduction, uint32_t patience) 
 }
 
 uint32_t fresh_seed() { return std::random_device{}(); }
+
+std::vector<float> integer_key_edge_rows(const KeyEdgeRows& rows, Dtype dtype, uint32_t seed) {
+    const uint64_t cols = rows.cols;
+    const float big = dtype == Dtype::f16 ? 65504.f : dtype == Dtype::bf16 ? 3.3895314e38f : FLT_MAX;
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> x = random_logits(8 * cols, seed);
+    auto row = [&](uint64_t r) { return x.begin() + static_cast<long>(r * cols); };
+    for (uint64_t i = 0; i < cols; ++i) {
+        row(0)[i] = -std::fabs(row(0)[i]) - 20.f;
+        if (i < rows.late) row(1)[i] -= 60.f;
+        row(2)[i] = (i % 3 == 0) ? big : -big;
+        row(3)[i] = -inf;
+        row(6)[i] = (i % 4 == 0) ? 0.f : (i % 4 == 1) ? -0.f : (i % 4 == 2) ? 1e-40f : -1e-42f;
+    }
+    row(3)[cols - 3] = 1.5f;
+    row(4)[rows.nan_at[0]] = -nan;
+    row(5)[rows.nan_at[1]] = nan;
+    return x;
+}
+
+void expect_integer_key_edge_outputs(const Outcome& o, const KeyEdgeRows& rows, const Problem& p, const std::string& what) {
+    const uint64_t cols = rows.cols;
+    EXPECT_EQ(o.acc.nonfinite_mismatches, 0u) << what << ": " << o.acc.describe();
+    for (uint64_t r : {4u, 5u})
+        for (uint64_t i = 0; i < cols; ++i)
+            ASSERT_TRUE(std::isnan(o.got[r * cols + i])) << what << ": row " << r << " element " << i;
+    EXPECT_EQ(o.got[3 * cols + cols - 3], p.log ? 0.0 : 1.0) << what << ": row 3's one finite element";
+    EXPECT_TRUE(o.acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0)) << what << ": " << o.acc.describe();
+}
 
 std::vector<float> random_logits(size_t n, uint32_t seed) {
     std::mt19937 rng(seed);

@@ -51,6 +51,25 @@ Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const Pla
 
 std::string describe(const Problem& p, const PlanOptions& opts);
 
+// Eight rows of `cols` whose maxima only a signed order of integer keys
+// that order as the floats do (SubgroupMax::integer_keys) tells apart. Row
+// 0 all negative (the keys' magnitudes flipped); row 1 positive from
+// element `late` on only and 60 lower before it (a max taken as if
+// unsigned picks a negative one, and the positive part's exps overflow to
+// NaN); row 2 +-the largest finite value of `dtype`; row 3 -inf but for
+// one finite element at cols - 3 (the sentinel -FLT_MAX must lose); row 4
+// a NaN with its sign set at `nan_at[0]` and row 5 one with it clear at
+// `nan_at[1]` (each makes its row NaN, whichever way the keys order it);
+// row 6 +-0 and subnormals; row 7 random.
+struct KeyEdgeRows {
+    uint64_t cols = 0, late = 0, nan_at[2] = {0, 0};
+};
+std::vector<float> integer_key_edge_rows(const KeyEdgeRows& rows, Dtype dtype, uint32_t seed);
+// What those rows must give besides the reference's bound: no non-finite
+// mismatch, rows 4 and 5 NaN throughout, and row 3's finite element 1
+// (0 for log-softmax). `what` names the case in each failure.
+void expect_integer_key_edge_outputs(const Outcome& o, const KeyEdgeRows& rows, const Problem& p, const std::string& what);
+
 // Whether a sweep runs every combination of its axes. On a GPU it does: a
 // pipeline variant compiles there in milliseconds. On a CPU driver
 // (lavapipe) the LLVM compile of each new variant at its first dispatch is

@@ -626,6 +626,44 @@ TEST_F(Gpu, NonFiniteRows) {
                 }
 }
 
+// A subgroup's max on integer keys on the workgroup-row path (which
+// NVIDIA's driver takes for single rows by itself) on the rows of
+// integer_key_edge_rows(): rows held in registers, and rows folded tile
+// by tile (slots forced to 1), row 1 positive in its last 512 elements
+// only. Every storage type; softmax and log-softmax, NaN and +inf found
+// element by element and by the sum (one of those four a case on a CPU
+// driver, rotating, all of them in a full sweep).
+TEST_F(Gpu, WorkgroupRowIntegerKeyMaxima) {
+    if (!ctx().info().subgroup_arithmetic()) GTEST_SKIP() << "no subgroup arithmetic: the keys' modules need it";
+    const uint64_t cols = 4099;
+    const KeyEdgeRows rows{cols, cols - 512, {1031, 3001}};
+    uint32_t variant = 0;
+    for (bool in_tiles : {false, true})
+        for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+            ++variant;
+            for (uint32_t choice = 0; choice < 4; ++choice) {
+                if (!sweep_runs(variant, choice, 4)) continue;
+                const bool log = choice & 1u;
+                const NonfiniteCheck check = choice & 2u ? NonfiniteCheck::by_sum : NonfiniteCheck::each_element;
+                const uint32_t seed = fresh_seed();
+                const Problem p = rows_of(8, cols, dt, log);
+                PlanOptions opts = forced(Path::workgroup_row, in_tiles ? 1 : 0);
+                opts.reduction = Reduction::subgroup;
+                opts.subgroup_max = SubgroupMax::integer_keys;
+                opts.nonfinite = check;
+                const Plan plan = plan_geometry(ctx().info(), p, opts);
+                const std::string what = describe(p, opts) + " with integer keys, NaN and +inf " +
+                                         nonfinite_check_name(check) + " (seed " + std::to_string(seed) + ")";
+                ASSERT_EQ(plan.path, Path::workgroup_row) << what;
+                ASSERT_TRUE(plan.key[0].subgroup_max_by_key) << what << ": " << plan.key[0].id();
+                ASSERT_EQ(plan.key[0].kind, in_tiles ? ShaderKind::row_in_tiles : ShaderKind::row_in_registers)
+                    << what << ": " << plan.key[0].id();
+                const Outcome o = run_and_compare(p, integer_key_edge_rows(rows, dt, seed), opts);
+                expect_integer_key_edge_outputs(o, rows, p, what);
+            }
+        }
+}
+
 // Log-softmax of rows of +-FLT_MAX at temperatures below, at and above 1,
 // on every path: x - m overflows fp32 there, which is -inf at T <= 1 (the
 // exact (x - m) / T is below -FLT_MAX too) but must not be at T = 3, where

@@ -837,11 +837,12 @@ TEST(Plan, NonfiniteFoundBySumWhereTheDriverAllows) {
 }
 
 // A subgroup's max on integer keys: for forward single rows on the
-// single-pass path on NVIDIA's driver (plain and log-softmax, every
-// storage type), nowhere else by itself: not batches, the backward pass,
-// attention options, other paths, the shared-memory reduction or drivers
-// not measured. The option forces either form on forward single-pass
-// problems without attention options.
+// single-pass and workgroup-row paths on NVIDIA's driver (plain and
+// log-softmax, every storage type), nowhere else by itself: not batches,
+// the backward pass, attention options, the subgroup-row and split paths,
+// the shared-memory reduction or drivers not measured. The option forces
+// either form on forward single-pass and workgroup-row problems without
+// attention options.
 TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
     const DeviceInfo nv = counted_h100();
     const SubgroupMaxRule nvidia = subgroup_max_rule(nv, 1);
@@ -893,10 +894,30 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
     }
     PlanOptions keys;
     keys.subgroup_max = SubgroupMax::integer_keys;
-    for (const Problem& row_path : {rows_of(1, 8192), rows_of(4096, 1024)}) {
-        const Plan plan = plan_geometry(nv, row_path, keys);
-        EXPECT_NE(plan.path, Path::single_pass) << what(row_path);
-        EXPECT_FALSE(plan.key[0].subgroup_max_by_key) << what(row_path) << " on " << path_name(plan.path);
+    // Single rows a workgroup holds take them too; batches of such rows
+    // only when forced.
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
+        for (uint64_t cols : {2048u, 4096u, 8192u}) {
+            const Problem row = rows_of(1, cols, dt);
+            const Plan plan = plan_geometry(nv, row);
+            ASSERT_EQ(plan.path, Path::workgroup_row) << what(row);
+            EXPECT_TRUE(plan.key[0].subgroup_max_by_key) << what(row) << ": " << plan.key[0].id();
+            EXPECT_FALSE(plan_geometry(llvmpipe, row).key[0].subgroup_max_by_key) << what(row) << " on llvmpipe";
+            const Problem batch = rows_of(64, cols, dt);
+            ASSERT_EQ(plan_geometry(nv, batch).path, Path::workgroup_row) << what(batch);
+            EXPECT_FALSE(plan_geometry(nv, batch).key[0].subgroup_max_by_key) << what(batch);
+            EXPECT_TRUE(plan_geometry(nv, batch, keys).key[0].subgroup_max_by_key) << what(batch) << " forced keys";
+        }
+    // Never where a subgroup holds a row, nor on the split path, forced or
+    // not.
+    PlanOptions split = keys;
+    split.path = Path::split;
+    for (const auto& [problem, options] : {std::pair<Problem, PlanOptions>{rows_of(1, 1000), PlanOptions{}},
+                                           {rows_of(1, 1000), keys}, {rows_of(4096, 1024), keys},
+                                           {rows_of(1, 131072), split}}) {
+        const Plan plan = plan_geometry(nv, problem, options);
+        EXPECT_TRUE(plan.path == Path::subgroup_row || plan.path == Path::split) << what(problem) << " on " << path_name(plan.path);
+        EXPECT_FALSE(plan.key[0].subgroup_max_by_key) << what(problem) << " on " << path_name(plan.path);
     }
 }
 

@@ -190,20 +190,14 @@ TEST_F(SinglePassTest, NonFiniteInOneChunk) {
 }
 
 // A subgroup's max on integer keys (SubgroupMax::integer_keys, which
-// NVIDIA's driver takes for single rows by itself): rows whose maxima are
-// told apart only by the keys' signed order. Row 0 all negative (the
-// keys' magnitudes flipped), row 1 positive in its last chunk only and 60
-// lower elsewhere (a max taken as if unsigned picks a negative one, and
-// the positive chunk's exps overflow to NaN), row 2 +-FLT_MAX (the
-// type's largest), row 3 one finite element among -inf (the sentinel
-// -FLT_MAX must lose), rows 4 and 5 a NaN with its sign set and one with
-// it clear (each makes the row NaN, whichever way the keys order it), row
-// 6 +-0 and subnormals, row 7 random. Every storage type, softmax and
-// log-softmax, NaN and +inf found element by element and by the sum.
+// NVIDIA's driver takes for single rows by itself) on the rows of
+// integer_key_edge_rows(): row 1 positive in its last chunk only, the
+// NaNs of rows 4 and 5 in the second and third chunks. Every storage
+// type, softmax and log-softmax, NaN and +inf found element by element
+// and by the sum.
 TEST_F(SinglePassTest, IntegerKeyMaxima) {
     if (!ctx().info().subgroup_arithmetic()) GTEST_SKIP() << "no subgroup arithmetic: the keys' modules need it";
     const uint64_t cols = 12289;
-    const float kNegativeNaN = -kNaN;
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (bool log : {false, true})
             for (NonfiniteCheck check : {NonfiniteCheck::each_element, NonfiniteCheck::by_sum}) {
@@ -218,27 +212,9 @@ TEST_F(SinglePassTest, IntegerKeyMaxima) {
                 ASSERT_TRUE(plan.key[0].subgroup_max_by_key) << what << ": " << plan.key[0].id();
                 const uint64_t chunk = plan.push.chunk;
                 ASSERT_GE(plan.push.chunks, 3u) << what << ": expected a row of several chunks";
-                const float big = dt == Dtype::f16 ? 65504.f : dt == Dtype::bf16 ? 3.3895314e38f : FLT_MAX;
-                auto x = random_logits(p.shape.elements(), seed);
-                auto row = [&](uint64_t r) { return x.begin() + static_cast<long>(r * cols); };
-                const uint64_t last_chunk = (plan.push.chunks - 1) * chunk;
-                for (uint64_t i = 0; i < cols; ++i) {
-                    row(0)[i] = -std::fabs(row(0)[i]) - 20.f;
-                    if (i < last_chunk) row(1)[i] -= 60.f;
-                    row(2)[i] = (i % 3 == 0) ? big : -big;
-                    row(3)[i] = -kInf;
-                    row(6)[i] = (i % 4 == 0) ? 0.f : (i % 4 == 1) ? -0.f : (i % 4 == 2) ? 1e-40f : -1e-42f;
-                }
-                row(3)[cols - 3] = 1.5f;
-                row(4)[chunk + 7] = kNegativeNaN;
-                row(5)[2 * chunk + 7] = kNaN;
-                Outcome o = run_and_compare(p, x, opts);
-                EXPECT_EQ(o.acc.nonfinite_mismatches, 0u) << what << ": " << o.acc.describe();
-                for (uint64_t r : {4u, 5u})
-                    for (uint64_t i = 0; i < cols; ++i)
-                        ASSERT_TRUE(std::isnan(o.got[r * cols + i])) << what << ": row " << r << " element " << i;
-                EXPECT_EQ(o.got[3 * cols + cols - 3], log ? 0.0 : 1.0) << what << ": row 3's one finite element";
-                EXPECT_TRUE(o.acc.within(accuracy_bound(dt, log).rel, 0.0)) << what << ": " << o.acc.describe();
+                const KeyEdgeRows rows{cols, (plan.push.chunks - 1) * chunk, {chunk + 7, 2 * chunk + 7}};
+                const Outcome o = run_and_compare(p, integer_key_edge_rows(rows, dt, seed), opts);
+                expect_integer_key_edge_outputs(o, rows, p, what);
             }
 }
 

@@ -123,7 +123,8 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
     const SpirvBlob blob = key_.copy                             ? copy_spirv()
                            : key_.kind == ShaderKind::single_pass ? single_pass_spirv(key_.dtype, reduction, key_.attention, key_.backward, key_.subgroup_max_by_key)
                            : key_.backward ? backward_spirv(key_.dtype, reduction, key_.row_lanes != 0)
-                                                                  : softmax_spirv(key_.dtype, reduction, key_.row_lanes != 0, key_.attention);
+                                                                  : softmax_spirv(key_.dtype, reduction, key_.row_lanes != 0, key_.attention,
+                                                                                  key_.subgroup_max_by_key);
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = blob.count * sizeof(uint32_t);
     mi.pCode = blob.words;

@@ -550,7 +550,8 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     }
     key.backward = problem.backward;
     key.nonfinite_by_sum = !problem.backward && !key.accurate && nonfinite_rule(d, options.nonfinite).by_sum;
-    key.subgroup_max_by_key = path == Path::single_pass && key.subgroup && !problem.backward && !key.attention &&
+    key.subgroup_max_by_key = (path == Path::single_pass || path == Path::workgroup_row) && key.subgroup &&
+                              !problem.backward && !key.attention &&
                               subgroup_max_rule(d, problem.shape.rows(), options.subgroup_max).by_key;
     plan_row_order(problem, layout, path, options, plan, key);
     // Attention modules never guard: they take T = 1, or their scale as T

@@ -27,9 +27,10 @@ std::string module_name(const char* source, Dtype dtype, SpirvReduction r, bool 
 
 }  // namespace
 
-SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction r, bool shuffle, bool attention) {
+SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction r, bool shuffle, bool attention, bool max_by_key) {
     const bool with_shuffle = shuffle && r != SpirvReduction::shared;
-    return named(module_name("softmax", dtype, r, attention) + (with_shuffle ? "_shuffle" : ""));
+    return named(module_name("softmax", dtype, r, attention) +
+                 (with_shuffle ? "_shuffle" : "") + (max_by_key ? "_key" : ""));
 }
 
 SpirvBlob backward_spirv(Dtype dtype, SpirvReduction r, bool shuffle) {

@@ -21,8 +21,10 @@ enum class SpirvReduction {
 };
 // One module per storage type and reduction kind; the subgroup ones also
 // with shuffles (KIND_ROWS_PER_SLOT rows of ROW_LANES lanes); each of them
-// again with the attention options (ATTENTION).
-SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle, bool attention);
+// again with the attention options (ATTENTION); the plain subgroup ones
+// without shuffles again with a subgroup's max on integer keys
+// (max_by_key: SUBGROUP_MAX_BY_KEY, workgroup rows).
+SpirvBlob softmax_spirv(Dtype dtype, SpirvReduction reduction, bool shuffle, bool attention, bool max_by_key);
 // softmax_single_pass.comp (long rows in one dispatch): one module per
 // storage type and reduction kind, plain, with the attention options, and
 // the backward pass (BACKWARD); the plain subgroup ones again with a

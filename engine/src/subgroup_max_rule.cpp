@@ -1,5 +1,6 @@
-// Whether a single-pass module takes a subgroup's max on integer keys
-// (subgroup_max_rule()), from what was measured and checked on each driver.
+// Whether a single-pass or workgroup-row module takes a subgroup's max on
+// integer keys (subgroup_max_rule()), from what was measured and checked on
+// each driver.
 #include <string>
 
 #include "driver_table.hpp"
@@ -18,15 +19,17 @@ const char* subgroup_max_name(SubgroupMax m) {
 
 namespace {
 
-// Drivers whose single-pass modules with integer keys passed every GPU
-// test and the whole conformance catalogue, and on which single rows ran
-// faster with them. Only single rows: on batches they were level to 5%
-// slower (log-softmax), and in another module of the same driver such
-// keys gave wrong maxima (bench/NOTES.md, v67).
+// Drivers whose single-pass and workgroup-row modules with integer keys
+// passed every GPU test and the whole conformance catalogue, and on which
+// single rows ran faster with them. Only single rows: on batches they were
+// level to 5% slower (log-softmax), and in a subgroup-row module of the
+// same driver such keys gave wrong maxima (bench/NOTES.md, v67).
 constexpr DriverReason kKeyDrivers[] = {
-    // bench/NOTES.md (v67, H200, 580.159.04): f32 1x131072 5.30 -> 5.01 us,
-    // 1x524288 6.05 -> 5.80; f16 1x131072 5.12 -> 4.97; bf16 1x32768 5.15
-    // -> 4.91; log-softmax f32 1x131072 5.63 -> 5.45.
+    // bench/NOTES.md (H200, 580.159.04), single-pass rows (v67): f32
+    // 1x131072 5.30 -> 5.01 us, 1x524288 6.05 -> 5.80; f16 1x131072 5.12 ->
+    // 4.97; bf16 1x32768 5.15 -> 4.91. Workgroup rows (v68): f32 1x2048
+    // 3.97 -> 3.80, bf16 1x8192 4.46 -> 4.28, log-softmax f32 1x8192 4.56
+    // -> 4.44.
     {VK_DRIVER_ID_NVIDIA_PROPRIETARY,
      "NVIDIA's driver: a single row's subgroup maxima on integer keys, one instruction each (H200, 580.159.04)"},
 };

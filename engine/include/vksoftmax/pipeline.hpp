@@ -90,8 +90,8 @@ struct PipelineKey {
     // NONFINITE_BY_SUM (softmax_common.glsl): a row's NaN and +inf are
     // found by its sum's bits, not element by element (nonfinite_rule()).
     bool nonfinite_by_sum = false;
-    // SUBGROUP_MAX_BY_KEY: a plain single-pass module whose subgroup maxima
-    // are taken on integer keys (subgroup_max_rule()).
+    // SUBGROUP_MAX_BY_KEY: a plain single-pass or workgroup-row module
+    // whose subgroup maxima are taken on integer keys (subgroup_max_rule()).
     bool subgroup_max_by_key = false;
 
     std::string id() const;

@@ -91,21 +91,24 @@ struct NonfiniteRule {
 };
 NonfiniteRule nonfinite_rule(const DeviceInfo& device, NonfiniteCheck c = NonfiniteCheck::automatic);
 
-// How the single-pass modules take a subgroup's max of the row's
-// statistics: float_max (subgroupMax of floats, every device) or
-// integer_keys (of integer keys that order as the floats do: one
-// instruction on NVIDIA, but the same keys gave wrong maxima in another
-// module on its 580.159.04 driver, bench/NOTES.md v67); automatic:
-// integer_keys for forward single rows (plain softmax and log-softmax, no
-// attention options) on the drivers where they were measured faster and
-// checked (engine/src/subgroup_max_rule.cpp), float_max elsewhere.
-// integer_keys takes them for every forward single-pass problem without
-// attention options (tests, conformance); other paths keep float_max.
+// How the single-pass and workgroup-row modules take a subgroup's max of
+// the row's statistics: float_max (subgroupMax of floats, every device)
+// or integer_keys (of integer keys that order as the floats do: one
+// instruction on NVIDIA, but the same keys gave wrong maxima in a
+// subgroup-row module on its 580.159.04 driver, bench/NOTES.md v67);
+// automatic: integer_keys for forward single rows (plain softmax and
+// log-softmax, no attention options) on the
+// drivers where they were measured faster and checked
+// (engine/src/subgroup_max_rule.cpp), float_max elsewhere. integer_keys
+// takes them for every forward single-pass or workgroup-row problem
+// without attention options (tests, conformance); the subgroup-row and
+// split paths keep float_max.
 enum class SubgroupMax { automatic, float_max, integer_keys };
 const char* subgroup_max_name(SubgroupMax m);
 
-// Whether a forward single-pass problem of `rows` rows without attention
-// options takes integer keys on `device` under `m`, and why.
+// Whether a forward single-pass or workgroup-row problem of `rows` rows
+// without attention options takes integer keys on `device` under `m`, and
+// why.
 struct SubgroupMaxRule {
     bool by_key = false;
     std::string reason;

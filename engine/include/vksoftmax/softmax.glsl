@@ -191,9 +191,10 @@ float vksm_output(float x, VksmStat s, bool log_softmax) {
 // whose sign is set loses it; either way it reaches the row's sum, and the
 // non-finite rules see it there or in the flags. Check it on your driver
 // before you define it: 580.159.04 compared such keys as if unsigned in
-// one of the engine's row modules (wrong maxima: bench/NOTES.md, v67), so
-// the engine takes them only in the single-pass modules, where every test
-// and conformance case passed with them.
+// one of the engine's subgroup-row modules (wrong maxima: bench/NOTES.md,
+// v67), so the engine takes them only in single-pass and workgroup-row
+// modules of their own, where every test and conformance case passed with
+// them.
 #ifdef VKSM_SUBGROUP_MAX_BY_KEY
 int vksm_order_key(int bits) { return bits ^ ((bits >> 31) & 0x7fffffff); }
 float vksm_subgroup_max(float m) {
