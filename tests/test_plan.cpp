@@ -1032,7 +1032,7 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 }
 
 // On NVIDIA rows that a workgroup holds only at its most slots (forward
-// from 16384 elements and 40 KB in at least 3 chunks a row, backward from
+// from 16384 elements and over 32 KB in at least 3 chunks a row, backward from
 // 24576) are spread over the chunks of one wave instead, however many of
 // them there are, where their chunks of at most 8192 make one wave;
 // shorter or smaller rows, rows of two chunks, rows whose wave would take
@@ -1056,7 +1056,9 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
         {1, 16384, Dtype::f16, Path::workgroup_row},   // 32 KB rows: one workgroup is as fast
         {4, 16384, Dtype::f16, Path::workgroup_row},
         {1, 16384, Dtype::bf16, Path::workgroup_row},
-        {1, 20480, Dtype::f16, Path::single_pass},     // 40 KB rows
+        {1, 16385, Dtype::f16, Path::single_pass},     // over 32 KB
+        {16, 20000, Dtype::bf16, Path::single_pass},
+        {1, 20480, Dtype::f16, Path::single_pass},
         {32, 20480, Dtype::f16, Path::single_pass},    // 3 chunks a row
         {16, 20480, Dtype::f32, Path::single_pass},
         {64, 20480, Dtype::f32, Path::workgroup_row},  // more than one wave of chunks

@@ -291,18 +291,21 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 // against 5.71 / 5.55; 32x32768 8.14 / 7.13 against 6.71 / 6.27;
 // backward f32 2x32768 7.62 against 4.57, f16 32x32768 6.62 against
 // 5.72. With a chunk's statistic in one exchange (v65), forward rows from
-// 16384 elements and 40 KB in three chunks or more: f32 1x16384 5.43
+// 16384 elements and over 32 KB in three chunks or more: f32 1x16384 5.43
 // against 5.28, 8x16384 5.63 against 5.35, 16x20480 6.24 against 5.60;
-// f16 1x20480 6.71 against 5.05, 32x20480 6.94 against 5.52. 16-bit rows
-// of 16384 stay on workgroup rows (f16 4x16384 4.95 against 5.10), and so
-// do rows of two chunks (f32 64x16384 5.97 against 6.21). Before the
+// f16 1x20480 6.71 against 5.05, 32x20480 6.94 against 5.52; 16-bit rows
+// of 16385-20479 (v68), f16 / bf16 1x18000 6.70 / 6.92 against 4.77 /
+// 4.75, 16x20000 6.89 / 7.31 against 5.32 / 5.65, 1x16385 (workgroups of
+// 1024 reading odd rows) 9.17 / 9.41 against 5.26 / 5.44. 16-bit rows of
+// 16384 stay on workgroup rows (f16 4x16384 4.95 against 5.10), and so do
+// rows of two chunks (f32 64x16384 5.97 against 6.21). Before the
 // polling rounds visited only the pending partials (v64), one dispatch
 // won only on single rows of 30000 or more (v23). Contiguous rows only:
 // strided ones (inner > 1) were not measured.
 bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t axis = problem.shape.axis;
     const uint64_t row_min = problem.backward ? kSinglePassSpreadBackwardRowMin : kSinglePassSpreadRowMin;
-    if (axis < row_min || axis * dtype_size(problem.dtype) < kSinglePassSpreadRowMinBytes) return false;
+    if (axis < row_min || axis * dtype_size(problem.dtype) <= kSinglePassSpreadRowMaxWorkgroupBytes) return false;
     if (problem.shape.inner != 1 || d.multiprocessors == 0) return false;
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
     if (!rule.allowed || !rule.resident_batches_only) return false;

@@ -166,17 +166,19 @@ constexpr uint64_t kSinglePassHeldChunkWaves = 2;
 // (v45).
 constexpr uint32_t kSinglePassHeldBatchGrid = 3;
 constexpr uint64_t kSinglePassMaxChunks = 512;     // partials each workgroup merges
-// Forward rows of at least this many elements and bytes, which a
-// workgroup holds only at its most slots, take the path on NVIDIA where
-// their chunks make one wave (spread_short_rows() in
+// Forward rows of at least this many elements and more than this many
+// bytes, which a workgroup holds only at its most slots, take the path on
+// NVIDIA where their chunks make one wave (spread_short_rows() in
 // single_pass_plan.cpp); backward rows from kSinglePassSpreadBackwardRowMin.
 // H200, one dispatch against a workgroup row: f32 1x16384 3-7% and
 // 8x16384 5% faster, 1x12288 level; f16 1x20480 25% faster, 4x16384 3%
-// and 32x16384 4% slower (bench/NOTES.md, v65). A workgroup row's time
-// grows with its bytes, one dispatch's hardly: 16-bit rows of 16384 (32
-// KB) are still as fast in one workgroup.
+// and 32x16384 4% slower (bench/NOTES.md, v65); f16 / bf16 1x20000 (40000
+// bytes, in workgroups of 1024) 6.64 / 6.92 against 4.66 / 4.66 at chunks
+// of 4096 (v68). A workgroup row's time grows with its bytes, one
+// dispatch's hardly: 16-bit rows of 16384 (32 KB) are still as fast in one
+// workgroup.
 constexpr uint64_t kSinglePassSpreadRowMin = 16384;
-constexpr uint64_t kSinglePassSpreadRowMinBytes = 40960;
+constexpr uint64_t kSinglePassSpreadRowMaxWorkgroupBytes = 32768;
 // ... and only in at least this many chunks a row: two chunks of 8192 a
 // row, where a wave of them is more than half full, wait on the
 // handshake for half a row each (f32 32x16384 level, 48x16384 2% and

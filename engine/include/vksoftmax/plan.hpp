@@ -65,7 +65,7 @@ struct SinglePassRule {
     // at least 3/4 full (resident_batch()); the backward pass for grids of
     // one wave, and batches of 8 rows whose every row's chunks stay
     // resident, whatever their bytes (resident_rows()); rows that one
-    // workgroup would hold (forward from 16384 elements and 40 KB in 3
+    // workgroup would hold (forward from 16384 elements and over 32 KB in 3
     // chunks or more, backward from 24576), where their chunks of at most
     // 8192 make one wave (spread_short_rows()).
     bool resident_batches_only = false;
