@@ -146,9 +146,6 @@ VksmStat held_group_stat(VksmStat s) {
 // 16384) 0.4 us more, whether every invocation or one subgroup took the
 // subgroups' exps.
 const bool ONE_EXCHANGE = gl_WorkGroupSize.x <= 256u;
-#else
-#define held_group_stat group_stat
-const bool ONE_EXCHANGE = false;
 #endif
 VksmStat chunk_stat(Span chunk, uint begin, uint tile, uint lanes, uint lane) {
     if (!HELD_CHUNKS || pc.chunk > tile || LOG) return span_stat(chunk, begin, tile, lanes, lane);
@@ -156,7 +153,11 @@ VksmStat chunk_stat(Span chunk, uint begin, uint tile, uint lanes, uint lane) {
     VksmStat s = lane_max_and_flags(0u, SLOTS);
     for (uint j = 0u; j < SLOTS; ++j) s.d = add_slot_exps(s.d, j, s.m, true);
     held_exp_max = s.m;
+#ifdef USE_SUBGROUP
     return ONE_EXCHANGE ? held_group_stat(s) : group_stat(s);
+#else
+    return group_stat(s);
+#endif
 }
 VksmStat partial_empty() { return vksm_stat_empty(); }
 VksmStat partial_merge(VksmStat a, VksmStat b) { return vksm_stat_merge(a, b); }
