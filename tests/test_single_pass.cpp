@@ -6,7 +6,6 @@
 // subgroups of a chunk whose maxima lie far apart, and the workspace left
 // at zero for the next call.
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>

@@ -97,12 +97,11 @@ NonfiniteRule nonfinite_rule(const DeviceInfo& device, NonfiniteCheck c = Nonfin
 // instruction on NVIDIA, but the same keys gave wrong maxima in a
 // subgroup-row module on its 580.159.04 driver, bench/NOTES.md v67);
 // automatic: integer_keys for forward single rows (plain softmax and
-// log-softmax, no attention options) on the
-// drivers where they were measured faster and checked
-// (engine/src/subgroup_max_rule.cpp), float_max elsewhere. integer_keys
-// takes them for every forward single-pass or workgroup-row problem
-// without attention options (tests, conformance); the subgroup-row and
-// split paths keep float_max.
+// log-softmax, no attention options) on the drivers where they were
+// measured faster and checked (engine/src/subgroup_max_rule.cpp),
+// float_max elsewhere. integer_keys takes them for every forward
+// single-pass or workgroup-row problem without attention options (tests,
+// conformance); the subgroup-row and split paths keep float_max.
 enum class SubgroupMax { automatic, float_max, integer_keys };
 const char* subgroup_max_name(SubgroupMax m);
 
