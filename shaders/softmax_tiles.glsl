@@ -83,6 +83,45 @@ void store_part(Span row, uint i, vec4 v) {
 // span's (else its head or tail, or past its end).
 bool whole_vector(Span row, uint i) { return !ODD_ROWS || (i >= row.first && i + VEC <= row.end); }
 
+#if defined(STORAGE_16BIT) && !defined(ATTENTION) && !defined(BACKWARD) && !defined(SINGLE_PASS)
+// Forward 16-bit ODD_ROWS rows on the row paths, in 8-byte windows at more
+// than 8 slots, load every vector of a tile's window whole, the head and
+// tail they share with their neighbouring rows included (those rows'
+// elements then read as MISSING), so that no load waits behind another's
+// branch. H200 (NVIDIA 580.159.04), us, element by element -> whole: f16
+// 1x4095 (128 x 9 slots) 5.93 -> 5.14, 1x12287 (256 x 13) 7.56 -> 6.52,
+// 1280x12887 46.0 -> 35.3; bf16 1280x12887 64.6 -> 57.4. Slower where
+// measured otherwise: at 4 and 8 slots (f16 1x16383, 1024 x 4: 6.45 ->
+// 7.25; bf16 4096x1009, a subgroup's 8 slots: 8.17 -> 9.31), every fp32
+// row (1x12287 5.70 -> 6.10, 4096x1009 9.39 -> 10.68) and 16-byte windows
+// (single-pass chunks: level to 3% slower) (bench/NOTES.md, v69).
+// Attention rows keep the element-by-element head and tail: a column
+// outside the row has no mask element to read.
+#define VKSM_WHOLE_WINDOW_LOADS
+const bool WHOLE_WINDOW_LOADS = ODD_ROWS && VEC == 4u && SLOTS > 8u;
+
+// The 8-byte vectors binding 0 holds whole: it holds the tensor's rows x
+// axis elements (ODD_ROWS rows are contiguous), so the tensor's last
+// vector may end past it.
+uint whole_vectors() { return pc.rows * pc.axis / 4u; }
+
+// The tile at tile_begin of an ODD_ROWS span, every window vector whole
+// but the tensor's last where it ends past the binding: that one, after the
+// others are in flight, element by element.
+void load_whole_windows(Span row, uint tile_begin, uint lanes, uint lane) {
+    for (uint j = 0u; j < SLOTS; ++j) {
+        uint i = tile_begin + 4u * (j * lanes + lane);
+        vec4 v = i < row.end && (row.base + i) / 4u < whole_vectors() ? LOAD4((row.base + i) / 4u) : vec4(MISSING);
+        for (uint c = 0u; c < 4u; ++c) v[c] = i + c >= row.first && i + c < row.end ? v[c] : MISSING;
+        slots[j] = v;
+    }
+    for (uint j = 0u; j < SLOTS; ++j) {
+        uint i = tile_begin + 4u * (j * lanes + lane);
+        if (i < row.end && (row.base + i) / 4u >= whole_vectors()) slots[j] = load_part(row, i);
+    }
+}
+#endif
+
 // Slot j of the tile at tile_begin, for 1- and 4-wide accesses; missing
 // elements read as -inf.
 vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane SOURCE_PARAM) {
@@ -103,6 +142,12 @@ vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane SOURCE_P
 // elements read as -inf, which every later step treats as contributing
 // nothing.
 void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
+#ifdef VKSM_WHOLE_WINDOW_LOADS
+    if (WHOLE_WINDOW_LOADS) {
+        load_whole_windows(row, tile_begin, lanes, lane);
+        return;
+    }
+#endif
     if (VEC == 8u) {
         // One 16-byte access fills a pair of slots (the plan keeps SLOTS even).
         UNROLL_TILE_LOADS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {

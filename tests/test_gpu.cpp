@@ -480,6 +480,42 @@ TEST_F(Gpu, OddRowsHeadAndTail) {
     EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(tiles, on_row) << " (" << kOddEnds << "): " << out.acc.describe();
 }
 
+// 16-bit rows not a multiple of 4 long on a workgroup row at more than 8
+// slots load every 8-byte vector of a tile's window whole, their
+// neighbours' elements dropped after the load, and the tensor's last vector,
+// which ends past the binding, element by element (softmax_tiles.glsl,
+// WHOLE_WINDOW_LOADS). 9 rows start at every offset within a vector, with
+// non-finite elements at their ends; the row of 4095 fits one tile of 128
+// x 9 slots, the row of 12287 takes three, its tail in the last.
+TEST_F(Gpu, OddHalfRowsInWholeWindows) {
+    const DeviceInfo& d = ctx().info();
+    if (!d.storage_16bit) GTEST_SKIP() << d.name << " has no 16-bit storage";
+    const struct {
+        uint64_t cols;
+        ShaderKind kind;
+    } kCases[] = {{4095, ShaderKind::row_in_registers}, {12287, ShaderKind::row_in_tiles}};
+    for (const auto& c : kCases)
+        for (Dtype dt : {Dtype::f16, Dtype::bf16})
+            for (bool log : {false, true}) {
+                PlanOptions o;
+                o.path = Path::workgroup_row;
+                o.workgroup_size = 128;
+                o.slots = 9;
+                const Problem p = rows_of(9, c.cols, dt, log);
+                const Plan plan = make_plan(ctx(), p, o);
+                ASSERT_EQ(plan.key[0].kind, c.kind) << describe(p, o) << ": not the kind this case is for";
+                ASSERT_TRUE(plan.key[0].odd_rows && plan.key[0].vec == 4 && plan.key[0].slots == 9)
+                    << describe(p, o) << ": vec " << plan.key[0].vec << ", slots " << plan.key[0].slots
+                    << ", odd " << plan.key[0].odd_rows << " (the whole-window loads need odd rows, vec 4, 9 slots)";
+                Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, c.cols), o);
+                const Bound b = accuracy_bound(p.dtype, p.log);
+                EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << describe(p, o) << " (" << kOddEnds << "): "
+                                                            << out.acc.describe();
+                EXPECT_TRUE(out.acc.within(b.rel, 0.0))
+                    << describe(p, o) << " (" << kOddEnds << "): " << out.acc.describe();
+            }
+}
+
 // fp16 rows longer than 16 elements per invocation of the largest workgroup
 // are planned in two tiles or more, read twice (ShaderKind::row_in_tiles), while fp32 rows of
 // the same length are held whole. The row's max sits in the first tile, so
