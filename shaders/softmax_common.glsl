@@ -38,9 +38,10 @@
 #define MAIN_ATTRIBUTES
 #endif
 #extension GL_EXT_shader_16bit_storage : enable
-// [[unroll]]: UNROLL_SLOTS (bf16) and UNROLL_TILE_LOADS (attention modules
-// of 16-bit types, below; STORAGE_16BIT is not defined yet here).
-#if defined(STORAGE_BF16) || (defined(ATTENTION) && defined(STORAGE_F16))
+// [[unroll]]: UNROLL_SLOTS (bf16, and the 16-bit single-pass modules) and
+// UNROLL_TILE_LOADS (attention and single-pass modules of 16-bit types,
+// below; STORAGE_16BIT is not defined yet here).
+#if defined(STORAGE_BF16) || ((defined(ATTENTION) || defined(SINGLE_PASS)) && defined(STORAGE_F16))
 #extension GL_EXT_control_flow_attributes : require
 #endif
 #ifdef USE_SUBGROUP
@@ -200,20 +201,34 @@ vec4 unpack_bf16x4(uvec2 p) { return vec4(bf16_lo(p.x), bf16_hi(p.x), bf16_lo(p.
 #define FLOAT_TO_ELEM(v) ELEM(v)
 #define UNPACK4(p) (p)
 #endif
+// The 16-bit single-pass modules (forward and backward) unroll their slot
+// loops and their 16-byte tile loads too: in rows whose length is not a
+// multiple of 4 (ODD_ROWS), whose heads and tails are read and written
+// element by element under a branch, NVIDIA's compiler (580.159.04) left
+// those loops rolled at 256 x 8 slots and the slots went to local memory
+// (128 bytes a lane). H200, us: f16 16x100003 13.6 -> 8.0, 32x32001 9.5
+// -> 7.2, 8x151937 13.4 -> 7.9; bf16 32x32001 9.4 -> 7.4 (the loads
+// alone); backward f16 16x100003 9.8 -> 8.1; rows a multiple of 8 long,
+// which the driver unrolled by itself, within 1% (bench/NOTES.md, v70).
+// The attention modules keep theirs as they are (below).
+#if defined(SINGLE_PASS) && defined(STORAGE_16BIT) && !defined(ATTENTION) && !defined(UNROLL_SLOTS)
+#define UNROLL_SLOTS [[unroll]]
+#endif
 #ifndef UNROLL_SLOTS
-// fp32 and fp16: the driver unrolls these loops itself, and the modules
-// keep their code exactly.
+// fp32 and the other fp16 modules: the driver unrolls these loops itself,
+// and the modules keep their code exactly.
 #define UNROLL_SLOTS
 #endif
-// The 16-byte load loop of a tile (load_tile()) in the attention modules
-// of 16-bit types, unrolled: with the mask's term in it, NVIDIA's compiler
+// The 16-byte load loop of a tile (load_tile()) in the attention and
+// single-pass modules of 16-bit types, unrolled (single-pass: above). In
+// the attention modules, with the mask's term in it, NVIDIA's compiler
 // (580.159.04) left it rolled at 9-16 slots and the slots went to local
 // memory. H200, masked rows of 8192 (128 x 16 slots): f16 265 -> 136 us,
 // bf16 277 -> 138, causal f16 214 -> 79; rows of 512-4096 (4-8 slots)
 // unchanged. Unrolling every slot loop of those modules instead gave NaN
 // rows of 4097 on that driver (bench/NOTES.md, v52); the other modules keep
 // their code exactly.
-#if defined(ATTENTION) && defined(STORAGE_16BIT)
+#if (defined(ATTENTION) || defined(SINGLE_PASS)) && defined(STORAGE_16BIT)
 #define UNROLL_TILE_LOADS [[unroll]]
 #else
 #define UNROLL_TILE_LOADS
