@@ -516,6 +516,39 @@ TEST_F(Gpu, OddHalfRowsInWholeWindows) {
             }
 }
 
+// Rows under 16384 elements that NVIDIA's plan spreads over small
+// single-pass chunks (rows not a multiple of 4 long, 16-bit ones from 4097
+// elements, fp32 ones from 10240; Plan.ShortRowsInSmallChunks), on the
+// plan's own path: there chunks of 1024 at 256 x 1 slot (16-bit rows in
+// 8-byte windows) or 2048 at 256 x 2 (16-byte windows), each the count's
+// share of the row, so that 16-bit rows' heads and tails fall inside
+// chunks of a few hundred elements; elsewhere the workgroup row. 7 rows
+// (on an H200, 56 chunks of 1024 for 16-bit rows of 4099 and 6143, of 2048
+// for rows of 12287 and 16383; rows of 8191 and fp32 rows under 10240 keep
+// the workgroup row) start at 7 offsets within a 16-byte vector, with
+// non-finite elements at their ends; log-softmax (whose chunks are read
+// twice) on rows of 12287.
+TEST_F(Gpu, ShortRowsOnThePlansPath) {
+    const DeviceInfo& d = ctx().info();
+    for (const uint64_t cols : {4099u, 6143u, 8191u, 12287u, 16383u})
+        for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+            if (dt != Dtype::f32 && !d.storage_16bit) continue;
+            for (bool log : {false, true}) {
+                if (log && cols != 12287) continue;
+                const Problem p = rows_of(7, cols, dt, log);
+                const Plan plan = make_plan(ctx(), p, {});
+                const std::string what = describe(p, {}) + " (" + path_name(plan.path) + ", " +
+                                         std::to_string(plan.key[0].workgroup_size) + " x " +
+                                         std::to_string(plan.key[0].slots) + ", chunks of " +
+                                         std::to_string(plan.push.chunk) + "; " + kOddEnds + ")";
+                Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, cols), {});
+                const Bound b = accuracy_bound(p.dtype, p.log);
+                EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << what << ": " << out.acc.describe();
+                EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << what << ": " << out.acc.describe();
+            }
+        }
+}
+
 // fp16 rows longer than 16 elements per invocation of the largest workgroup
 // are planned in two tiles or more, read twice (ShaderKind::row_in_tiles), while fp32 rows of
 // the same length are held whole. The row's max sits in the first tile, so

@@ -1052,7 +1052,7 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
         {16, 16384, Dtype::f32, Path::single_pass},
         {32, 16384, Dtype::f32, Path::workgroup_row},  // two chunks of 8192 a row
         {64, 16384, Dtype::f32, Path::workgroup_row},
-        {1, 12288, Dtype::f32, Path::workgroup_row},   // under 16384 elements
+        {1, 12288, Dtype::f16, Path::workgroup_row},   // under 16384 elements (fp32: ShortRowsInSmallChunks)
         {1, 16384, Dtype::f16, Path::workgroup_row},   // 32 KB rows: one workgroup is as fast
         {4, 16384, Dtype::f16, Path::workgroup_row},
         {1, 16384, Dtype::bf16, Path::workgroup_row},
@@ -1093,6 +1093,49 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
     allowed.single_pass = SinglePass::allowed;
     EXPECT_EQ(choose_path(h100, rows_of(1, 32768), allowed), Path::workgroup_row)
         << "allowed takes the path for rows past a workgroup, as before";
+}
+
+// On NVIDIA forward rows under 16384 elements whose length is not a
+// multiple of 4 (which a workgroup reads slowly) take one dispatch in
+// small chunks, each the count's share of the row: 16-bit rows from 4097
+// elements and fp32 rows from 10240, in chunks of 1024 at 256 x 1 where
+// the row's window is at most 8192 elements (16-bit rows' windows reach 7
+// elements before their first), else of 2048 at 256 x 2; rows of up to
+// 8192 elements in grids of at most half the 132 multiprocessors (more
+// than one row only up to 6144 elements), longer ones in grids of at most
+// two workgroups a multiprocessor. Shorter rows, rows a multiple of 4
+// long, batches of rows of 6145-8192, larger grids, the backward pass,
+// strided rows and devices without the rule keep the workgroup row.
+TEST(Plan, ShortRowsInSmallChunks) {
+    const DeviceInfo h100 = counted_h100();
+    for (const WaveCase& c :
+         {WaveCase{1, 4099, Dtype::f16, 520, 8, 256, 1}, WaveCase{1, 6143, Dtype::bf16, 776, 8, 256, 1},
+          WaveCase{8, 6143, Dtype::f16, 776, 64, 256, 1}, WaveCase{4, 5001, Dtype::bf16, 632, 32, 256, 1},
+          WaveCase{1, 8191, Dtype::f16, 1032, 8, 256, 2}, WaveCase{1, 10241, Dtype::f32, 1288, 8, 256, 2},
+          WaveCase{16, 12287, Dtype::bf16, 1544, 128, 256, 2}, WaveCase{32, 12287, Dtype::f16, 1544, 256, 256, 2},
+          WaveCase{4, 16383, Dtype::f32, 2048, 32, 256, 2}})
+        expect_wave_geometry(h100, c, true, false);
+    expect_paths(h100, {
+        {1, 4095, Dtype::f16, Path::workgroup_row},    // 4096 elements and less
+        {4, 4095, Dtype::f32, Path::workgroup_row},
+        {1, 6143, Dtype::f32, Path::workgroup_row},    // fp32 under 10240
+        {1, 8193, Dtype::f32, Path::workgroup_row},
+        {1, 12288, Dtype::f32, Path::workgroup_row},   // a multiple of 4
+        {1, 12288, Dtype::bf16, Path::workgroup_row},
+        {2, 8191, Dtype::f16, Path::workgroup_row},    // batches of rows over 6144
+        {8, 8191, Dtype::bf16, Path::workgroup_row},
+        {9, 6143, Dtype::f16, Path::workgroup_row},    // 72 chunks of 1024: past half a wave
+        {64, 12287, Dtype::f16, Path::workgroup_row},  // 512 chunks of 2048: past two a multiprocessor
+        {1, 16384, Dtype::f16, Path::workgroup_row},
+    }, false);
+    expect_paths(h100, {{1, 12287, Dtype::f16, Path::workgroup_row}, {1, 12287, Dtype::f32, Path::workgroup_row}}, true);
+    Problem strided = rows_of(1, 12287);
+    strided.shape = Shape{1, 12287, 4};
+    EXPECT_EQ(choose_path(h100, strided), Path::workgroup_row) << "strided rows of 12287 (1, 12287, 4): not measured";
+    EXPECT_EQ(choose_path(h200(), rows_of(1, 12287)), Path::workgroup_row) << "no multiprocessor count";
+    PlanOptions never;
+    never.single_pass = SinglePass::never;
+    EXPECT_EQ(choose_path(h100, rows_of(1, 12287), never), Path::workgroup_row);
 }
 
 // On NVIDIA forward rows past a workgroup row take one dispatch where one

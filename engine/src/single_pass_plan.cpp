@@ -183,6 +183,54 @@ uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
     return 0;
 }
 
+// The chunk of a forward row shorter than kSinglePassSpreadRowMin that
+// one dispatch reads faster in small chunks than one workgroup does:
+// contiguous rows whose length is not a multiple of 4 (a workgroup row
+// reads their heads and tails element by element, in 8-byte windows for
+// 16-bit types), 16-bit ones from kSinglePassShortOddRowMin elements, fp32
+// ones from kSinglePassShortOddF32RowMin. Chunks of kSinglePassShortChunk
+// at 256 x 1 where the row's window is at most kSinglePassShortRow
+// elements (16-bit rows' windows reach 7 elements before their first), of
+// twice that at 256 x 2 past it; rows of up to kSinglePassShortRow
+// elements in grids of at most half the multiprocessors (several rows
+// only up to kSinglePassShortBatchRow elements), longer ones in grids of
+// up to kSinglePassShortChunkWaves workgroups a multiprocessor; 0
+// otherwise. H200 (580.159.04; bench/NOTES.md, v70), us, means of two
+// rounds, the workgroup row against chunks of 1024 / 2048, f16 / bf16
+// (fp32):
+// - 1x4099 5.33 / 5.33 against 5.08 / 5.03; 4x5001 5.72 / 6.08 against
+//   5.44 / 5.40; 1x6143 6.12 / 6.58 against 5.02 / 5.07; 8x6143 6.49 /
+//   6.97 against 5.41 / 5.46 (1024);
+// - 1x8191 5.32 / 5.45 against 5.12 / 5.29; 1x12287 6.51 / 7.71 against
+//   5.11 / 5.26 (f32 5.67 against 5.17); 1x16383 6.35 / 6.65 against 5.08
+//   / 5.35 (f32 5.84 against 5.18); 4x16383 9.34 / 9.62 against 5.61 /
+//   5.83 (f32 6.26 against 5.34); 16x12287 6.91 / 8.06 against 5.73 /
+//   5.88 (f32 6.05 against 5.53); 32x12287 (256 workgroups) 7.01 / 8.18
+//   against 5.96 / 6.20 (f32 6.07 against 5.82).
+// Kept on the workgroup row, as fast or faster there in some device run:
+// rows of up to 4096 (f32 / f16 4x4095 4.80 / 5.19 against 4.99 / 5.47
+// in chunks of 1024); batches of rows of 8191 (f16 / bf16 2x8191 5.50 /
+// 5.61 against 5.41 / 5.61, 8x8191 5.45 / 5.52 against 5.53 / 5.88;
+// 16x8191 5.63 / 5.78 against 5.80 / 5.94 in 128 chunks of 2048), and
+// batches of rows of 6145-8192, not measured between those; fp32 rows under 10240 (1x4099 4.58 against
+// 4.84 in one run, 4.64 against 4.67 in another; 1x8193 4.76 against 5.14
+// and 4.77 against 4.81), though 1x6143 gained in three (5.31 against
+// 4.89); fp32 and 16-bit rows a multiple of 4 long (f32 1x12288 4.86
+// against 5.02 in one run, 4.90 against 4.72 in another; f16 1x12288 4.43
+// against 4.54).
+uint64_t short_row_chunk(const Problem& problem, const Limits& l) {
+    const Shape& s = problem.shape;
+    if (problem.backward || s.inner != 1 || l.multiprocessors == 0 || s.axis >= kSinglePassSpreadRowMin) return 0;
+    const uint64_t odd_min = problem.dtype == Dtype::f32 ? kSinglePassShortOddF32RowMin : kSinglePassShortOddRowMin;
+    if (s.axis % 4 == 0 || s.axis < odd_min) return 0;
+    if (s.axis <= kSinglePassShortRow && s.axis > kSinglePassShortBatchRow && s.rows() > 1) return 0;
+    const bool wide = row_window(problem, Path::single_pass, l) > kSinglePassShortRow;
+    const uint64_t chunk = wide ? 2 * kSinglePassShortChunk : kSinglePassShortChunk;
+    const uint64_t most =
+        s.axis <= kSinglePassShortRow ? l.multiprocessors / 2 : kSinglePassShortChunkWaves * l.multiprocessors;
+    return wave_grid(problem, l, chunk) <= most && wave_workgroup(chunk) <= l.max_workgroup ? chunk : 0;
+}
+
 // The chunk of a forward batch that one wave does not cover
 // (held_wave_chunk() is 0) but whose chunks of kSinglePassHeldChunk, held
 // at 256 x 8, make a grid of at most kSinglePassHeldBatchGrid workgroups
@@ -300,15 +348,20 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 // 16384 stay on workgroup rows (f16 4x16384 4.95 against 5.10), and so do
 // rows of two chunks (f32 64x16384 5.97 against 6.21). Before the
 // polling rounds visited only the pending partials (v64), one dispatch
-// won only on single rows of 30000 or more (v23). Contiguous rows only:
+// won only on single rows of 30000 or more (v23). Shorter rows that
+// short_row_chunk() gives small chunks (some rows not a multiple of 4
+// long) take the path in those. Contiguous rows only:
 // strided ones (inner > 1) were not measured.
 bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t axis = problem.shape.axis;
     const uint64_t row_min = problem.backward ? kSinglePassSpreadBackwardRowMin : kSinglePassSpreadRowMin;
-    if (axis < row_min || axis * dtype_size(problem.dtype) <= kSinglePassSpreadRowMaxWorkgroupBytes) return false;
+    const bool small_chunks = !options.chunk_elements && short_row_chunk(problem, l) != 0;
+    if (!small_chunks && (axis < row_min || axis * dtype_size(problem.dtype) <= kSinglePassSpreadRowMaxWorkgroupBytes))
+        return false;
     if (problem.shape.inner != 1 || d.multiprocessors == 0) return false;
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
     if (!rule.allowed || !rule.resident_batches_only) return false;
+    if (small_chunks) return true;
     const Geometry g = plan_single_pass(problem, options, l);
     return g.items <= d.multiprocessors && g.chunk <= kSinglePassHeldChunk && g.chunks >= kSinglePassSpreadMinChunks;
 }
@@ -366,7 +419,8 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     const bool batch = rows >= kSinglePassBatchRows, forced = options.chunk_elements != 0;
     // A chunk each workgroup holds in one tile, the rows cut by their
     // count of it (0: the batch's or the forced chunks).
-    uint64_t held = forced ? 0 : problem.backward ? wave_chunk(problem, l) : held_wave_chunk(problem, l);
+    uint64_t held = forced ? 0 : problem.backward ? wave_chunk(problem, l) : short_row_chunk(problem, l);
+    if (!forced && !held) held = held_wave_chunk(problem, l);
     if (!forced && !held) held = held_batch_chunk(problem, l);
     const bool held_wave = !forced && !held && held_wave_batch(problem, l);
     const uint32_t workgroup = held        ? wave_workgroup(held)

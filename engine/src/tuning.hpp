@@ -187,6 +187,23 @@ constexpr uint64_t kSinglePassSpreadMinChunks = 3;
 // Backward rows of 16384-24575 were not measured in one dispatch; rows of
 // 24576-32768 were 27-39% faster there (v64).
 constexpr uint64_t kSinglePassSpreadBackwardRowMin = 24576;
+// Forward rows shorter than kSinglePassSpreadRowMin whose length is not a
+// multiple of 4, which one workgroup reads slowly (its heads and tails
+// element by element), take the path on NVIDIA in small chunks
+// (short_row_chunk() in single_pass_plan.cpp): 16-bit rows from
+// kSinglePassShortOddRowMin elements, fp32 ones from
+// kSinglePassShortOddF32RowMin. Chunks of kSinglePassShortChunk (256 x 1
+// slot) where the row's window is at most kSinglePassShortRow elements,
+// twice that (256 x 2) past it; in grids of at most half the
+// multiprocessors for rows of up to kSinglePassShortRow elements (more
+// than one such row only up to kSinglePassShortBatchRow elements), of
+// kSinglePassShortChunkWaves workgroups a multiprocessor for longer ones.
+constexpr uint64_t kSinglePassShortOddRowMin = 4097;
+constexpr uint64_t kSinglePassShortOddF32RowMin = 10240;
+constexpr uint64_t kSinglePassShortChunk = 1024;
+constexpr uint64_t kSinglePassShortRow = 8192;
+constexpr uint64_t kSinglePassShortBatchRow = 6144;
+constexpr uint64_t kSinglePassShortChunkWaves = 2;
 // Forward rows spread over one wave of held chunks (held_wave_chunk() in
 // single_pass_plan.cpp) take at most this many chunks a row, and half as
 // many where the wave is more than half full: each lane of the gathering
