@@ -59,6 +59,21 @@ PlanOptions single_pass(uint32_t chunk, Reduction reduction, uint32_t patience) 
 
 uint32_t fresh_seed() { return std::random_device{}(); }
 
+const char* const kOddEnds =
+    "row 1 starts with a NaN, row 2 ends with +inf, row 3 is all -inf, row 4's only finite element is its first, "
+    "row 6's its last";
+
+std::vector<float> rows_with_non_finite_ends(const Problem& p, uint64_t cols) {
+    const float inf = std::numeric_limits<float>::infinity();
+    auto x = random_logits(p.shape.elements(), fresh_seed());
+    x[1 * cols] = std::numeric_limits<float>::quiet_NaN();
+    x[2 * cols + cols - 1] = inf;
+    for (uint64_t i = 0; i < cols; ++i) x[3 * cols + i] = -inf;
+    for (uint64_t i = 1; i < cols; ++i) x[4 * cols + i] = -inf;
+    for (uint64_t i = 0; i + 1 < cols; ++i) x[6 * cols + i] = -inf;
+    return x;
+}
+
 std::vector<float> integer_key_edge_rows(const KeyEdgeRows& rows, Dtype dtype, uint32_t seed) {
     const uint64_t cols = rows.cols;
     const float big = dtype == Dtype::f16 ? 65504.f : dtype == Dtype::bf16 ? 3.3895314e38f : FLT_MAX;

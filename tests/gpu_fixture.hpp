@@ -34,6 +34,12 @@ private:
 std::vector<float> random_logits(size_t n, uint32_t seed);
 uint32_t fresh_seed();
 
+// Rows of `cols` (at least 7 of them) for tests of rows not a multiple of
+// 4 long: random logits, with the non-finite elements at the rows' ends,
+// which lie in vectors shared with the neighbours (kOddEnds says where).
+extern const char* const kOddEnds;
+std::vector<float> rows_with_non_finite_ends(const Problem& p, uint64_t cols);
+
 struct Outcome {
     Plan plan;
     std::vector<double> got, ref;  // GPU output and float64 reference, rounded to the output's type

@@ -400,25 +400,6 @@ TEST_F(Gpu, PlanPicksAccessWidth) {
     }
 }
 
-namespace {
-
-// Rows for OddRowsHeadAndTail: random logits, with the non-finite elements
-// at the rows' ends, which lie in vectors shared with the neighbours.
-const char* const kOddEnds =
-    "row 1 starts with a NaN, row 2 ends with +inf, row 3 is all -inf, row 4's only finite element is its first, "
-    "row 6's its last";
-std::vector<float> rows_with_non_finite_ends(const Problem& p, uint64_t cols) {
-    auto x = random_logits(p.shape.elements(), fresh_seed());
-    x[1 * cols] = kNaN;
-    x[2 * cols + cols - 1] = kInf;
-    for (uint64_t i = 0; i < cols; ++i) x[3 * cols + i] = -kInf;
-    for (uint64_t i = 1; i < cols; ++i) x[4 * cols + i] = -kInf;
-    for (uint64_t i = 0; i + 1 < cols; ++i) x[6 * cols + i] = -kInf;
-    return x;
-}
-
-}  // namespace
-
 // Contiguous rows not a multiple of 4 long (odd_rows) are read 4- or
 // 8-wide over windows from the vector boundary at or before each row (fp32
 // split rows stay scalar, and run here as the baseline); the

@@ -188,6 +188,42 @@ TEST_F(SinglePassTest, NonFiniteInOneChunk) {
         }
 }
 
+// Rows not a multiple of 4 long on the single-pass path: each row is read
+// over a window from the vector boundary at or before its first element,
+// and its head and tail, which it shares with the rows beside it, lie in
+// its first and last chunks. 7 rows of 20003 (16-bit: 16-byte windows)
+// start at 7 offsets within a 16-byte vector, with non-finite elements at
+// their ends, so that a neighbour's element read into a row (a NaN, a
+// +inf) or a row's own end element left out shows in whole rows, as a
+// few random logits would not against a long row's bound. The plan's
+// chunks and chunks of 8192 held at 256 x 8 slots, every storage type,
+// softmax and log-softmax.
+TEST_F(SinglePassTest, OddRowsWithNonFiniteEnds) {
+    const DeviceInfo& d = ctx().info();
+    const uint64_t cols = 20003;
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+        if (dt != Dtype::f32 && !d.storage_16bit) continue;
+        for (bool held_at_8_slots : {false, true})
+            for (bool log : {false, true}) {
+                PlanOptions opts = single_pass(held_at_8_slots ? 8192 : 0);
+                if (held_at_8_slots) {
+                    opts.workgroup_size = 256;
+                    opts.slots = 8;
+                }
+                const Problem p = rows_of(7, cols, dt, log);
+                const Plan plan = plan_geometry(d, p, opts);
+                const std::string what = describe(p, opts) + " (" + std::to_string(plan.key[0].workgroup_size) +
+                                         " x " + std::to_string(plan.key[0].slots) + ", vec " +
+                                         std::to_string(plan.key[0].vec) + ", chunks of " +
+                                         std::to_string(plan.push.chunk) + "; " + kOddEnds + ")";
+                ASSERT_GE(plan.push.chunks, 2u) << what << ": expected rows of several chunks";
+                Outcome o = run_and_compare(p, rows_with_non_finite_ends(p, cols), opts);
+                EXPECT_EQ(o.acc.nonfinite_mismatches, 0u) << what << ": " << o.acc.describe();
+                EXPECT_TRUE(o.acc.within(accuracy_bound(dt, log).rel, 0.0)) << what << ": " << o.acc.describe();
+            }
+    }
+}
+
 // A subgroup's max on integer keys (SubgroupMax::integer_keys, which
 // NVIDIA's driver takes for single rows by itself) on the rows of
 // integer_key_edge_rows(): row 1 positive in its last chunk only, the
