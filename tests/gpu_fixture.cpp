@@ -125,6 +125,13 @@ std::string describe(const Problem& p, const PlanOptions& opts) {
     return s;
 }
 
+std::string describe_geometry(const Plan& plan) {
+    std::string s = std::string(path_name(plan.path)) + ", " + std::to_string(plan.key[0].workgroup_size) + " x " +
+                    std::to_string(plan.key[0].slots) + ", vec " + std::to_string(plan.key[0].vec);
+    if (plan.path == Path::split || plan.path == Path::single_pass) s += ", chunks of " + std::to_string(plan.push.chunk);
+    return s;
+}
+
 Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const PlanOptions& opts, const AttentionData& gpu,
                         const AttentionData& ref) {
     Outcome out;

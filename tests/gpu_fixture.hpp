@@ -56,6 +56,9 @@ Outcome run_and_compare(const Problem& p, const std::vector<float>& x, const Pla
                         const AttentionData& gpu = {}, const AttentionData& ref = {});
 
 std::string describe(const Problem& p, const PlanOptions& opts);
+// What a plan took: its path, workgroup x slots, access width and, on a
+// chunked path, its chunk ("single-pass, 256 x 8, vec 8, chunks of 8192").
+std::string describe_geometry(const Plan& plan);
 
 // Eight rows of `cols` whose maxima only a signed order of integer keys
 // that order as the floats do (SubgroupMax::integer_keys) tells apart. Row

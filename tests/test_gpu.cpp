@@ -517,12 +517,8 @@ TEST_F(Gpu, ShortRowsOnThePlansPath) {
             for (bool log : {false, true}) {
                 if (log && cols != 12287) continue;
                 const Problem p = rows_of(7, cols, dt, log);
-                const Plan plan = make_plan(ctx(), p, {});
-                const std::string what = describe(p, {}) + " (" + path_name(plan.path) + ", " +
-                                         std::to_string(plan.key[0].workgroup_size) + " x " +
-                                         std::to_string(plan.key[0].slots) + ", chunks of " +
-                                         std::to_string(plan.push.chunk) + "; " + kOddEnds + ")";
                 Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, cols), {});
+                const std::string what = describe(p, {}) + " (" + describe_geometry(out.plan) + "; " + kOddEnds + ")";
                 const Bound b = accuracy_bound(p.dtype, p.log);
                 EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << what << ": " << out.acc.describe();
                 EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << what << ": " << out.acc.describe();

@@ -212,10 +212,7 @@ TEST_F(SinglePassTest, OddRowsWithNonFiniteEnds) {
                 }
                 const Problem p = rows_of(7, cols, dt, log);
                 const Plan plan = plan_geometry(d, p, opts);
-                const std::string what = describe(p, opts) + " (" + std::to_string(plan.key[0].workgroup_size) +
-                                         " x " + std::to_string(plan.key[0].slots) + ", vec " +
-                                         std::to_string(plan.key[0].vec) + ", chunks of " +
-                                         std::to_string(plan.push.chunk) + "; " + kOddEnds + ")";
+                const std::string what = describe(p, opts) + " (" + describe_geometry(plan) + "; " + kOddEnds + ")";
                 ASSERT_GE(plan.push.chunks, 2u) << what << ": expected rows of several chunks";
                 Outcome o = run_and_compare(p, rows_with_non_finite_ends(p, cols), opts);
                 EXPECT_EQ(o.acc.nonfinite_mismatches, 0u) << what << ": " << o.acc.describe();

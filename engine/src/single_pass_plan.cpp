@@ -208,16 +208,18 @@ uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
 //   5.88 (f32 6.05 against 5.53); 32x12287 (256 workgroups) 7.01 / 8.18
 //   against 5.96 / 6.20 (f32 6.07 against 5.82).
 // Kept on the workgroup row, as fast or faster there in some device run:
-// rows of up to 4096 (f32 / f16 4x4095 4.80 / 5.19 against 4.99 / 5.47
-// in chunks of 1024); batches of rows of 8191 (f16 / bf16 2x8191 5.50 /
-// 5.61 against 5.41 / 5.61, 8x8191 5.45 / 5.52 against 5.53 / 5.88;
-// 16x8191 5.63 / 5.78 against 5.80 / 5.94 in 128 chunks of 2048), and
-// batches of rows of 6145-8192, not measured between those; fp32 rows under 10240 (1x4099 4.58 against
-// 4.84 in one run, 4.64 against 4.67 in another; 1x8193 4.76 against 5.14
-// and 4.77 against 4.81), though 1x6143 gained in three (5.31 against
-// 4.89); fp32 and 16-bit rows a multiple of 4 long (f32 1x12288 4.86
-// against 5.02 in one run, 4.90 against 4.72 in another; f16 1x12288 4.43
-// against 4.54).
+// - rows of up to 4096 (f32 / f16 4x4095 4.80 / 5.19 against 4.99 / 5.47
+//   in chunks of 1024);
+// - batches of rows of 8191 (f16 / bf16 2x8191 5.50 / 5.61 against 5.41 /
+//   5.61, 8x8191 5.45 / 5.52 against 5.53 / 5.88; 16x8191 5.63 / 5.78
+//   against 5.80 / 5.94 in 128 chunks of 2048), and batches of rows of
+//   6145-8192, not measured between those;
+// - fp32 rows under 10240 (1x4099 4.58 against 4.84 in one run, 4.64
+//   against 4.67 in another; 1x8193 4.76 against 5.14 and 4.77 against
+//   4.81), though 1x6143 gained in three (5.31 against 4.89);
+// - fp32 and 16-bit rows a multiple of 4 long (f32 1x12288 4.86 against
+//   5.02 in one run, 4.90 against 4.72 in another; f16 1x12288 4.43
+//   against 4.54).
 uint64_t short_row_chunk(const Problem& problem, const Limits& l) {
     const Shape& s = problem.shape;
     if (problem.backward || s.inner != 1 || l.multiprocessors == 0 || s.axis >= kSinglePassSpreadRowMin) return 0;
