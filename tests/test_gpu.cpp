@@ -497,33 +497,72 @@ TEST_F(Gpu, OddHalfRowsInWholeWindows) {
             }
 }
 
+namespace {
+
+const char* const kOneOddRow = "the row's first element is -inf, its max its last (in the row's tail)";
+
+// One row of `cols` with kOneOddRow's ends, else random logits.
+std::vector<float> one_row_with_odd_ends(uint64_t cols) {
+    auto x = random_logits(cols, fresh_seed());
+    x.front() = -std::numeric_limits<float>::infinity();
+    x.back() = 30.0f;
+    return x;
+}
+
+// `rows` rows of `cols` elements (`cols` not a multiple of 4), on the
+// plan's own path, in every storage type the device has; log-softmax too
+// where `log`. Seven rows or more start at offsets all over a 16-byte
+// vector and have non-finite elements at their ends (kOddEnds); a single
+// row has kOneOddRow's.
+void expect_odd_rows_on_the_plans_path(uint64_t rows, uint64_t cols, bool log) {
+    ASSERT_TRUE(rows == 1 || rows >= 7) << "rows_with_non_finite_ends() needs 7 rows";
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+        if (dt != Dtype::f32 && !Gpu::ctx().info().storage_16bit) continue;
+        for (bool with_log : {false, true}) {
+            if (with_log && !log) continue;
+            const Problem p = rows_of(rows, cols, dt, with_log);
+            const bool one = rows == 1;
+            Outcome out = run_and_compare(p, one ? one_row_with_odd_ends(cols) : rows_with_non_finite_ends(p, cols), {});
+            const std::string what =
+                describe(p, {}) + " (" + describe_geometry(out.plan) + "; " + (one ? kOneOddRow : kOddEnds) + ")";
+            const Bound b = accuracy_bound(p.dtype, p.log);
+            EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << what << ": " << out.acc.describe();
+            EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << what << ": " << out.acc.describe();
+        }
+    }
+}
+
+}  // namespace
+
 // Rows under 16384 elements that NVIDIA's plan spreads over small
 // single-pass chunks (rows not a multiple of 4 long, 16-bit ones from 4097
-// elements, fp32 ones from 10240; Plan.ShortRowsInSmallChunks), on the
-// plan's own path: there chunks of 1024 at 256 x 1 slot (16-bit rows in
-// 8-byte windows) or 2048 at 256 x 2 (16-byte windows), each the count's
-// share of the row, so that 16-bit rows' heads and tails fall inside
-// chunks of a few hundred elements; elsewhere the workgroup row. 7 rows
-// (on an H200, 56 chunks of 1024 for 16-bit rows of 4099 and 6143, of 2048
-// for rows of 12287 and 16383; rows of 8191 and fp32 rows under 10240 keep
-// the workgroup row) start at 7 offsets within a 16-byte vector, with
-// non-finite elements at their ends; log-softmax (whose chunks are read
-// twice) on rows of 12287.
+// elements, fp32 ones from 10240 or where a workgroup row would hold 10
+// slots or more; Plan.ShortRowsInSmallChunks), on the plan's own path:
+// there chunks of 1024 at 256 x 1 slot (16-bit rows in 8-byte windows) or
+// 2048 at 256 x 2 (16-byte windows), each the count's share of the row, so
+// that 16-bit rows' heads and tails fall inside chunks of a few hundred
+// elements; elsewhere the workgroup row. 7 rows (on an H200, 56 chunks of
+// 1024 for rows of 4099 and 6143 (fp32: 6143), of 2048 for rows of 12287
+// and 16383; rows of 8191 keep the workgroup row) start at 7 offsets
+// within a 16-byte vector, with non-finite elements at their ends;
+// log-softmax (whose chunks are read twice) on rows of 12287.
 TEST_F(Gpu, ShortRowsOnThePlansPath) {
-    const DeviceInfo& d = ctx().info();
     for (const uint64_t cols : {4099u, 6143u, 8191u, 12287u, 16383u})
-        for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
-            if (dt != Dtype::f32 && !d.storage_16bit) continue;
-            for (bool log : {false, true}) {
-                if (log && cols != 12287) continue;
-                const Problem p = rows_of(7, cols, dt, log);
-                Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, cols), {});
-                const std::string what = describe(p, {}) + " (" + describe_geometry(out.plan) + "; " + kOddEnds + ")";
-                const Bound b = accuracy_bound(p.dtype, p.log);
-                EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << what << ": " << out.acc.describe();
-                EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << what << ": " << out.acc.describe();
-            }
-        }
+        expect_odd_rows_on_the_plans_path(7, cols, cols == 12287);
+}
+
+// Rows not a multiple of 4 long whose plan changed with their length: rows
+// of 8189, which a workgroup holds at 256 x 8 slots rather than 128 x 16
+// (Plan.OddRowsHoldAtMost15Slots; on an H200 a single fp32 row takes
+// chunks of 1024), and batches of 16-bit rows of 32001 and 32761, which
+// NVIDIA's plan takes in single-pass chunks of 4096 held at 256 x 4 in
+// 16-byte windows rather than in a workgroup row's tiles
+// (Plan.TiledOddRowsInChunksOf4096).
+TEST_F(Gpu, OddRowsOnThePlansPath) {
+    expect_odd_rows_on_the_plans_path(1, 8189, false);
+    expect_odd_rows_on_the_plans_path(9, 8189, true);
+    expect_odd_rows_on_the_plans_path(48, 32001, true);
+    expect_odd_rows_on_the_plans_path(9, 32761, false);
 }
 
 // fp16 rows longer than 16 elements per invocation of the largest workgroup

@@ -1098,7 +1098,8 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
 // On NVIDIA forward rows under 16384 elements whose length is not a
 // multiple of 4 (which a workgroup reads slowly) take one dispatch in
 // small chunks, each the count's share of the row: 16-bit rows from 4097
-// elements and fp32 rows from 10240, in chunks of 1024 at 256 x 1 where
+// elements and fp32 rows from 10240 or where a workgroup row at up to 16
+// slots would hold 10 or more (4609-8192, 9217-10239), in chunks of 1024 at 256 x 1 where
 // the row's window is at most 8192 elements (16-bit rows' windows reach 7
 // elements before their first), else of 2048 at 256 x 2; rows of up to
 // 8192 elements in grids of at most half the 132 multiprocessors (more
@@ -1113,13 +1114,17 @@ TEST(Plan, ShortRowsInSmallChunks) {
           WaveCase{8, 6143, Dtype::f16, 776, 64, 256, 1}, WaveCase{4, 5001, Dtype::bf16, 632, 32, 256, 1},
           WaveCase{1, 8191, Dtype::f16, 1032, 8, 256, 2}, WaveCase{1, 10241, Dtype::f32, 1288, 8, 256, 2},
           WaveCase{16, 12287, Dtype::bf16, 1544, 128, 256, 2}, WaveCase{32, 12287, Dtype::f16, 1544, 256, 256, 2},
-          WaveCase{4, 16383, Dtype::f32, 2048, 32, 256, 2}})
+          WaveCase{4, 16383, Dtype::f32, 2048, 32, 256, 2},
+          // fp32 under 10240 whose workgroup row holds 10 slots or more
+          WaveCase{1, 4611, Dtype::f32, 584, 8, 256, 1}, WaveCase{1, 8189, Dtype::f32, 1024, 8, 256, 1},
+          WaveCase{4, 6143, Dtype::f32, 768, 32, 256, 1}, WaveCase{1, 9217, Dtype::f32, 1160, 8, 256, 2}})
         expect_wave_geometry(h100, c, true, false);
     expect_paths(h100, {
         {1, 4095, Dtype::f16, Path::workgroup_row},    // 4096 elements and less
         {4, 4095, Dtype::f32, Path::workgroup_row},
-        {1, 6143, Dtype::f32, Path::workgroup_row},    // fp32 under 10240
-        {1, 8193, Dtype::f32, Path::workgroup_row},
+        {1, 4605, Dtype::f32, Path::workgroup_row},    // fp32 under 10240 at 9 slots: 128 x 9
+        {1, 8193, Dtype::f32, Path::workgroup_row},    // 256 x 9
+        {2, 7167, Dtype::f32, Path::workgroup_row},    // batches of rows over 6144
         {1, 12288, Dtype::f32, Path::workgroup_row},   // a multiple of 4
         {1, 12288, Dtype::bf16, Path::workgroup_row},
         {2, 8191, Dtype::f16, Path::workgroup_row},    // batches of rows over 6144
@@ -1131,11 +1136,63 @@ TEST(Plan, ShortRowsInSmallChunks) {
     expect_paths(h100, {{1, 12287, Dtype::f16, Path::workgroup_row}, {1, 12287, Dtype::f32, Path::workgroup_row}}, true);
     Problem strided = rows_of(1, 12287);
     strided.shape = Shape{1, 12287, 4};
+    expect_paths(h100, {{1, 6143, Dtype::f32, Path::workgroup_row}}, true);
     EXPECT_EQ(choose_path(h100, strided), Path::workgroup_row) << "strided rows of 12287 (1, 12287, 4): not measured";
     EXPECT_EQ(choose_path(h200(), rows_of(1, 12287)), Path::workgroup_row) << "no multiprocessor count";
     PlanOptions never;
     never.single_pass = SinglePass::never;
     EXPECT_EQ(choose_path(h100, rows_of(1, 12287), never), Path::workgroup_row);
+}
+
+// A workgroup row holds a row not a multiple of 4 long (read in vector
+// windows with a head and a tail) at up to 15 slots an invocation, rather
+// than 16 (at 16 NVIDIA's compiler put an fp32 lane's slots in local
+// memory): rows whose window passes 15 slots take a workgroup twice as wide
+// at half the slots. Rows a multiple of 4 long, scalar rows and the
+// backward pass keep theirs; so do devices without a multiprocessor count.
+TEST(Plan, OddRowsHoldAtMost15Slots) {
+    struct Held {
+        uint64_t rows, cols;
+        Dtype dtype;
+        uint32_t workgroup_size, slots;
+    };
+    for (const DeviceInfo& d : {counted_h100(), h200()})
+        for (const Held& c : {Held{64, 8189, Dtype::f32, 256, 8}, Held{64, 8189, Dtype::f16, 256, 8},
+                              Held{2, 7681, Dtype::f32, 256, 8}, Held{2, 7677, Dtype::f32, 128, 15},
+                              Held{64, 8192, Dtype::f32, 128, 16}, Held{64, 8191, Dtype::bf16, 256, 9},
+                              Held{128, 32001, Dtype::f32, 1024, 8}, Held{128, 32000, Dtype::f32, 512, 16}}) {
+            const Plan plan = plan_geometry(d, rows_of(c.rows, c.cols, c.dtype));
+            const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
+                                     dtype_name(c.dtype) + " on " + d.name + ": " + path_name(plan.path) + " " +
+                                     plan.key[0].id();
+            ASSERT_EQ(plan.path, Path::workgroup_row) << what;
+            EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup_size) << what;
+            EXPECT_EQ(plan.key[0].slots, c.slots) << what;
+        }
+}
+
+// On NVIDIA batches of forward 16-bit rows not a multiple of 4 long that a
+// workgroup row would read in tiles of 1024 x 4 slots in 8-byte windows
+// and whose 16-byte windows fit 8 chunks of 4096 (rows of 16382-32761)
+// take single-pass chunks of 4096 held at
+// 256 x 4 in 16-byte windows, each the count's share of the row, where
+// their grid is at most 4 workgroups a multiprocessor. Larger grids, rows a
+// multiple of 4 long, shorter rows, fp32 rows and the backward pass keep
+// their plans.
+TEST(Plan, TiledOddRowsInChunksOf4096) {
+    const DeviceInfo h100 = counted_h100();
+    for (const WaveCase& c :
+         {WaveCase{64, 32001, Dtype::f16, 4096, 512, 256, 4}, WaveCase{48, 32001, Dtype::bf16, 4096, 384, 256, 4},
+          WaveCase{16, 32761, Dtype::f16, 4096, 128, 256, 4}, WaveCase{64, 24577, Dtype::f16, 3080, 512, 256, 4}})
+        expect_wave_geometry(h100, c, true, false);
+    expect_paths(h100, {
+        {96, 32001, Dtype::f16, Path::workgroup_row},   // 768 chunks of 4096: past 4 a multiprocessor
+        {64, 32000, Dtype::f16, Path::workgroup_row},   // a multiple of 4
+        {64, 16381, Dtype::bf16, Path::workgroup_row},  // a window of 16384: one tile of 1024 x 4
+        {64, 32762, Dtype::f16, Path::workgroup_row},   // 16-byte windows past 8 chunks of 4096
+    }, false);
+    expect_paths(h100, {{64, 32001, Dtype::f16, Path::workgroup_row}}, true);
+    EXPECT_EQ(choose_path(h200(), rows_of(64, 32001, Dtype::f16)), Path::workgroup_row) << "no multiprocessor count";
 }
 
 // On NVIDIA forward rows past a workgroup row take one dispatch where one

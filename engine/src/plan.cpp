@@ -176,6 +176,34 @@ uint32_t slots_holding_row(const Problem& problem, Path path, const Limits& l, u
     return slots_for(problem, path, l, div_up(row_window(problem, path, l), 4 * lanes), most);
 }
 
+// The most slots an invocation of a workgroup row holds: kMaxSlots, half
+// that for the backward pass (y and dy), kOddRowMaxSlots for rows read in
+// vector windows with heads and tails (ODD_ROWS).
+uint32_t whole_row_most_slots(const Problem& problem, const Limits& l) {
+    if (problem.backward) return kBackwardMaxSlots;
+    const bool odd = problem.shape.axis % 4 != 0 && access_width(problem, Path::workgroup_row, l, 2) > 1;
+    return odd ? kOddRowMaxSlots : kMaxSlots;
+}
+
+// The workgroup that holds a row whole on the workgroup-row path at up to
+// `most` slots an invocation: the narrowest of at least kMinRowSubgroups
+// subgroups (kNarrowRowSubgroups for forward rows of up to kNarrowRowSlots
+// slots at that width) whose `most` slots hold the row's window.
+uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t most) {
+    const uint64_t window = row_window(problem, Path::workgroup_row, l);
+    uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
+    const uint32_t narrow = kNarrowRowSubgroups * l.subgroup_size;
+    if (!problem.backward && narrow >= l.min_workgroup && narrow < wg && window <= 4ull * kNarrowRowSlots * narrow)
+        wg = narrow;
+    while (wg < l.max_workgroup && 4ull * most * wg < window) wg *= 2;
+    return wg;
+}
+
+// The slots each invocation of that workgroup holds of the row.
+uint32_t whole_row_slots(const Problem& problem, const Limits& l, uint32_t workgroup, uint32_t most) {
+    return slots_holding_row(problem, Path::workgroup_row, l, workgroup, most);
+}
+
 }  // namespace planning
 
 const char* path_name(Path p) {
@@ -308,14 +336,9 @@ Geometry plan_workgroup_row(const DeviceInfo& d, const Problem& problem, const L
         g.slots = kHalfRowSlotsAtMaxWorkgroup;  // tiles shorter than the row: ShaderKind::row_in_tiles
         return g;
     }
-    const uint32_t most = problem.backward ? kBackwardMaxSlots : kMaxSlots;
-    uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
-    const uint32_t narrow = kNarrowRowSubgroups * l.subgroup_size;
-    if (!problem.backward && narrow >= l.min_workgroup && narrow < wg && axis <= 4ull * kNarrowRowSlots * narrow)
-        wg = narrow;
-    while (wg < l.max_workgroup && 4ull * most * wg < axis) wg *= 2;
-    g.workgroup_size = wg;
-    g.slots = slots_holding_row(problem, Path::workgroup_row, l, wg, most);
+    const uint32_t most = whole_row_most_slots(problem, l);
+    g.workgroup_size = whole_row_workgroup(problem, l, most);
+    g.slots = whole_row_slots(problem, l, g.workgroup_size, most);
     return g;
 }
 

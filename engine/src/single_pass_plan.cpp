@@ -183,12 +183,26 @@ uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
     return 0;
 }
 
+// Whether a contiguous row shorter than kSinglePassSpreadRowMin is one
+// that short_row_chunk() may spread: not a multiple of 4 long, at least
+// kSinglePassShortOddRowMin elements, and for fp32 either from
+// kSinglePassShortOddF32RowMin or where a workgroup row at up to kMaxSlots
+// would hold kSinglePassShortF32RowSlots slots or more (the geometries
+// measured against; the plan caps such rows at kOddRowMaxSlots).
+bool short_odd_row(const Problem& problem, const Limits& l) {
+    const uint64_t axis = problem.shape.axis;
+    if (axis % 4 == 0 || axis < kSinglePassShortOddRowMin) return false;
+    if (problem.dtype != Dtype::f32 || axis >= kSinglePassShortOddF32RowMin) return true;
+    const uint32_t workgroup = whole_row_workgroup(problem, l, kMaxSlots);
+    return whole_row_slots(problem, l, workgroup, kMaxSlots) >= kSinglePassShortF32RowSlots;
+}
+
 // The chunk of a forward row shorter than kSinglePassSpreadRowMin that
 // one dispatch reads faster in small chunks than one workgroup does:
 // contiguous rows whose length is not a multiple of 4 (a workgroup row
 // reads their heads and tails element by element, in 8-byte windows for
 // 16-bit types), 16-bit ones from kSinglePassShortOddRowMin elements, fp32
-// ones from kSinglePassShortOddF32RowMin. Chunks of kSinglePassShortChunk
+// ones where short_odd_row() says. Chunks of kSinglePassShortChunk
 // at 256 x 1 where the row's window is at most kSinglePassShortRow
 // elements (16-bit rows' windows reach 7 elements before their first), of
 // twice that at 256 x 2 past it; rows of up to kSinglePassShortRow
@@ -207,6 +221,12 @@ uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
 //   5.83 (f32 6.26 against 5.34); 16x12287 6.91 / 8.06 against 5.73 /
 //   5.88 (f32 6.05 against 5.53); 32x12287 (256 workgroups) 7.01 / 8.18
 //   against 5.96 / 6.20 (f32 6.07 against 5.82).
+// - fp32 rows under 10240 at 10 slots or more (v71, means of two rounds, the
+//   workgroup row against chunks of 1024 / 2048): 1x4611 (128 x 10) 4.65
+//   against 4.51; 1x6143 (128 x 13) 5.36 against 4.65; 1x7167 (128 x 15)
+//   5.83 against 4.61; 1x8189 (128 x 16) 8.68 against 4.55; 4x6143 5.77
+//   against 4.94; 1x9217 (256 x 10) 4.92 against 4.80; 1x10237 5.12
+//   against 4.85.
 // Kept on the workgroup row, as fast or faster there in some device run:
 // - rows of up to 4096 (f32 / f16 4x4095 4.80 / 5.19 against 4.99 / 5.47
 //   in chunks of 1024);
@@ -214,23 +234,51 @@ uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
 //   5.61, 8x8191 5.45 / 5.52 against 5.53 / 5.88; 16x8191 5.63 / 5.78
 //   against 5.80 / 5.94 in 128 chunks of 2048), and batches of rows of
 //   6145-8192, not measured between those;
-// - fp32 rows under 10240 (1x4099 4.58 against 4.84 in one run, 4.64
-//   against 4.67 in another; 1x8193 4.76 against 5.14 and 4.77 against
-//   4.81), though 1x6143 gained in three (5.31 against 4.89);
+// - fp32 rows under 10240 at 9 slots or fewer (1x4099 4.58 against 4.84
+//   in one run, 4.64 against 4.67 in another; 1x8193 4.76 against 5.14
+//   and 4.77 against 4.81);
 // - fp32 and 16-bit rows a multiple of 4 long (f32 1x12288 4.86 against
 //   5.02 in one run, 4.90 against 4.72 in another; f16 1x12288 4.43
 //   against 4.54).
 uint64_t short_row_chunk(const Problem& problem, const Limits& l) {
     const Shape& s = problem.shape;
     if (problem.backward || s.inner != 1 || l.multiprocessors == 0 || s.axis >= kSinglePassSpreadRowMin) return 0;
-    const uint64_t odd_min = problem.dtype == Dtype::f32 ? kSinglePassShortOddF32RowMin : kSinglePassShortOddRowMin;
-    if (s.axis % 4 == 0 || s.axis < odd_min) return 0;
+    if (!short_odd_row(problem, l)) return 0;
     if (s.axis <= kSinglePassShortRow && s.axis > kSinglePassShortBatchRow && s.rows() > 1) return 0;
     const bool wide = row_window(problem, Path::single_pass, l) > kSinglePassShortRow;
     const uint64_t chunk = wide ? 2 * kSinglePassShortChunk : kSinglePassShortChunk;
     const uint64_t most =
         s.axis <= kSinglePassShortRow ? l.multiprocessors / 2 : kSinglePassShortChunkWaves * l.multiprocessors;
     return wave_grid(problem, l, chunk) <= most && wave_workgroup(chunk) <= l.max_workgroup ? chunk : 0;
+}
+
+// The chunk of forward 16-bit rows not a multiple of 4 long that a
+// workgroup row would read in tiles and re-read (8-byte windows over more
+// than kHalfRowSlotsAtMaxWorkgroup slots of the largest workgroup) and
+// whose 16-byte windows fit 8 chunks of kSinglePassMinChunk: those, held at
+// 256 x 4 in 16-byte windows, where the grid of those chunks is at most
+// kSinglePassWorkgroupsPerMultiprocessor workgroups a multiprocessor; 0
+// otherwise. H200 (580.159.04; bench/NOTES.md, v71), us, means of two
+// rounds, the plan before (48 and 64 rows: workgroup rows of 1024 x 4 in
+// tiles; 16 and 32: chunks of 8192 held at 256 x 8) against chunks of
+// 4096, f16 / bf16: 64x32001 9.48 / 9.90 against 7.36 / 7.70; 48x32001
+// 9.47 / 9.86 against 6.71 / 6.99; 64x20001 9.64 / 9.87 against 7.61 /
+// 7.84; 32x32001 7.12 / 7.38 against 6.28 / 6.48; 16x32001 7.14 / 7.32
+// against 5.92 / 6.09; 4 and 8 rows level (they took 256 x 4 already).
+// Past the grid, slower (forced): 96x32001 9.69 / 10.03 against 10.95 /
+// 11.41 (768 workgroups), f16 128x32001 9.92 against 12.05.
+uint64_t tiled_odd_row_chunk(const Problem& problem, const Limits& l) {
+    const Shape& s = problem.shape;
+    if (problem.backward || s.inner != 1 || l.multiprocessors == 0 || dtype_size(problem.dtype) != 2 ||
+        s.axis % 4 == 0)
+        return 0;
+    // The workgroup row's window (8-byte windows) past its tile, the
+    // single-pass window (16-byte ones) within 8 chunks: rows of 16382-32761.
+    if (row_window(problem, Path::workgroup_row, l) <= 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup ||
+        row_window(problem, Path::single_pass, l) > 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
+        return 0;
+    const uint64_t most = uint64_t{kSinglePassWorkgroupsPerMultiprocessor} * l.multiprocessors;
+    return wave_grid(problem, l, kSinglePassMinChunk) <= most ? kSinglePassMinChunk : 0;
 }
 
 // The chunk of a forward batch that one wave does not cover
@@ -357,7 +405,8 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t axis = problem.shape.axis;
     const uint64_t row_min = problem.backward ? kSinglePassSpreadBackwardRowMin : kSinglePassSpreadRowMin;
-    const bool small_chunks = !options.chunk_elements && short_row_chunk(problem, l) != 0;
+    const bool small_chunks =
+        !options.chunk_elements && (short_row_chunk(problem, l) != 0 || tiled_odd_row_chunk(problem, l) != 0);
     if (!small_chunks && (axis < row_min || axis * dtype_size(problem.dtype) <= kSinglePassSpreadRowMaxWorkgroupBytes))
         return false;
     if (problem.shape.inner != 1 || d.multiprocessors == 0) return false;
@@ -422,6 +471,7 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     // A chunk each workgroup holds in one tile, the rows cut by their
     // count of it (0: the batch's or the forced chunks).
     uint64_t held = forced ? 0 : problem.backward ? wave_chunk(problem, l) : short_row_chunk(problem, l);
+    if (!forced && !held && !problem.backward) held = tiled_odd_row_chunk(problem, l);
     if (!forced && !held) held = held_wave_chunk(problem, l);
     if (!forced && !held) held = held_batch_chunk(problem, l);
     const bool held_wave = !forced && !held && held_wave_batch(problem, l);

@@ -50,6 +50,17 @@ constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
 // that an invocation holds the same 64 floats (kMaxSlots), whatever the
 // storage type.
 constexpr uint32_t kBackwardMaxSlots = kMaxSlots / 2;
+// Rows not a multiple of 4 long read in vector windows (ODD_ROWS) hold at
+// most this many slots on a workgroup row; longer rows take a workgroup
+// twice as wide at half the slots. At kMaxSlots NVIDIA's compiler
+// (580.159.04) put all 64 floats of an fp32 lane in local memory (256
+// bytes; at 15 slots, and at 8, none): f32 1x8189 at 128 x 16 took 8.77 us
+// on an H200 against 4.41 for 1x8192. 16 slots against 8 at twice the
+// workgroup, us (bench/NOTES.md, v71): f32 8x8189 9.34 against 4.87,
+// 1024x8189 50.40 against 20.88, 64x16381 10.98 against 6.47, 128x32001
+// 23.89 against 11.14; f16 / bf16 8x8189 7.85 / 8.00 against 6.03 / 6.09,
+// 1024x8189 37.21 / 38.37 against 14.29 / 14.78.
+constexpr uint32_t kOddRowMaxSlots = kMaxSlots - 1;
 // At the largest workgroup it holds rows whole rather than in tiles of
 // kHalfRowSlotsAtMaxWorkgroup where the rows make at least this many waves
 // of the multiprocessors, a row each (known on NVIDIA: elsewhere, tiles).
@@ -200,6 +211,9 @@ constexpr uint64_t kSinglePassSpreadBackwardRowMin = 24576;
 // kSinglePassShortChunkWaves workgroups a multiprocessor for longer ones.
 constexpr uint64_t kSinglePassShortOddRowMin = 4097;
 constexpr uint64_t kSinglePassShortOddF32RowMin = 10240;
+// ... and shorter fp32 rows whose workgroup row holds at least this many
+// slots (short_odd_row()).
+constexpr uint32_t kSinglePassShortF32RowSlots = 10;
 constexpr uint64_t kSinglePassShortChunk = 1024;
 constexpr uint64_t kSinglePassShortRow = 8192;
 constexpr uint64_t kSinglePassShortBatchRow = 6144;
