@@ -1171,20 +1171,30 @@ TEST(Plan, OddRowsHoldAtMost15Slots) {
         }
 }
 
-// On NVIDIA batches of forward 16-bit rows not a multiple of 4 long that a
-// workgroup row would read in tiles of 1024 x 4 slots in 8-byte windows
-// and whose 16-byte windows fit 8 chunks of 4096 (rows of 16382-32761)
-// take single-pass chunks of 4096 held at
-// 256 x 4 in 16-byte windows, each the count's share of the row, where
-// their grid is at most 4 workgroups a multiprocessor. Larger grids, rows a
+// On NVIDIA batches of forward 16-bit rows not a multiple of 4 long, from
+// those a workgroup row would read in tiles of 1024 x 4 slots in 8-byte
+// windows to those whose 16-byte windows fill 16 chunks of 4096 (rows of
+// 16382-65529), take single-pass chunks of 4096 held at 256 x 4 in
+// 16-byte windows, each the count's share of the row, where their grid is
+// at most 4 workgroups a multiprocessor. Larger grids, longer rows, rows a
 // multiple of 4 long, shorter rows, fp32 rows and the backward pass keep
 // their plans.
-TEST(Plan, TiledOddRowsInChunksOf4096) {
+TEST(Plan, OddRowsInChunksOf4096) {
     const DeviceInfo h100 = counted_h100();
     for (const WaveCase& c :
          {WaveCase{64, 32001, Dtype::f16, 4096, 512, 256, 4}, WaveCase{48, 32001, Dtype::bf16, 4096, 384, 256, 4},
-          WaveCase{16, 32761, Dtype::f16, 4096, 128, 256, 4}, WaveCase{64, 24577, Dtype::f16, 3080, 512, 256, 4}})
+          WaveCase{16, 32761, Dtype::f16, 4096, 128, 256, 4}, WaveCase{64, 24577, Dtype::f16, 3080, 512, 256, 4},
+          WaveCase{8, 50257, Dtype::bf16, 3144, 128, 256, 4}, WaveCase{32, 50257, Dtype::f16, 3144, 512, 256, 4},
+          WaveCase{16, 65529, Dtype::f16, 4096, 256, 256, 4}})
         expect_wave_geometry(h100, c, true, false);
+    for (const Problem& p : {rows_of(64, 50257, Dtype::f16), rows_of(16, 65530, Dtype::bf16),
+                             rows_of(16, 100003, Dtype::f16), rows_of(16, 50256, Dtype::f16)}) {
+        const Plan plan = plan_geometry(h100, p);
+        EXPECT_GT(plan.push.chunk, 4096u) << to_string(p.shape) << " " << dtype_name(p.dtype) << ": "
+                                          << path_name(plan.path) << " " << plan.key[0].id() << ", chunks of "
+                                          << plan.push.chunk << " (a grid past 528 workgroups, rows past 16 "
+                                          << "chunks of 4096 or a multiple of 4 long keep their longer chunks)";
+    }
     expect_paths(h100, {
         {96, 32001, Dtype::f16, Path::workgroup_row},   // 768 chunks of 4096: past 4 a multiprocessor
         {64, 32000, Dtype::f16, Path::workgroup_row},   // a multiple of 4

@@ -252,30 +252,33 @@ uint64_t short_row_chunk(const Problem& problem, const Limits& l) {
     return wave_grid(problem, l, chunk) <= most && wave_workgroup(chunk) <= l.max_workgroup ? chunk : 0;
 }
 
-// The chunk of forward 16-bit rows not a multiple of 4 long that a
+// The chunk of forward 16-bit rows not a multiple of 4 long from those a
 // workgroup row would read in tiles and re-read (8-byte windows over more
-// than kHalfRowSlotsAtMaxWorkgroup slots of the largest workgroup) and
-// whose 16-byte windows fit 8 chunks of kSinglePassMinChunk: those, held at
-// 256 x 4 in 16-byte windows, where the grid of those chunks is at most
+// than kHalfRowSlotsAtMaxWorkgroup slots of the largest workgroup) to
+// those whose 16-byte windows fill kSinglePassOddRowMaxChunks chunks of
+// kSinglePassMinChunk (rows of 16382-65529): those chunks, held at 256 x 4
+// in 16-byte windows, where their grid is at most
 // kSinglePassWorkgroupsPerMultiprocessor workgroups a multiprocessor; 0
 // otherwise. H200 (580.159.04; bench/NOTES.md, v71), us, means of two
-// rounds, the plan before (48 and 64 rows: workgroup rows of 1024 x 4 in
-// tiles; 16 and 32: chunks of 8192 held at 256 x 8) against chunks of
-// 4096, f16 / bf16: 64x32001 9.48 / 9.90 against 7.36 / 7.70; 48x32001
-// 9.47 / 9.86 against 6.71 / 6.99; 64x20001 9.64 / 9.87 against 7.61 /
-// 7.84; 32x32001 7.12 / 7.38 against 6.28 / 6.48; 16x32001 7.14 / 7.32
-// against 5.92 / 6.09; 4 and 8 rows level (they took 256 x 4 already).
-// Past the grid, slower (forced): 96x32001 9.69 / 10.03 against 10.95 /
-// 11.41 (768 workgroups), f16 128x32001 9.92 against 12.05.
-uint64_t tiled_odd_row_chunk(const Problem& problem, const Limits& l) {
+// rounds, the plan before (48 and 64 rows of up to 32761: workgroup rows
+// of 1024 x 4 in tiles; the others chunks of 8192 held at 256 x 8)
+// against chunks of 4096, f16 / bf16: 64x32001 9.48 / 9.90 against 7.36 /
+// 7.70; 48x32001 9.47 / 9.86 against 6.71 / 6.99; 64x20001 9.64 / 9.87
+// against 7.61 / 7.84; 32x32001 7.12 / 7.38 against 6.28 / 6.48; 16x32001
+// 7.14 / 7.32 against 5.92 / 6.09; rows of 4 and 8 of 32001 level (they
+// took 256 x 4 already); 8x50257 7.28 / 7.61 against 5.97 / 6.15,
+// 16x50257 7.26 / 7.56 against 6.35 / 6.52, 32x50257 8.04 / 7.96 against
+// 7.54 / 7.81, 16x65529 7.16 / 7.25 against 6.28 / 6.48 (rows of 1 and 4
+// took 256 x 4 already). Past the grid, slower (forced): 96x32001 9.69 / 10.03
+// against 10.95 / 11.41 (768 workgroups), 64x50257 10.62 / 10.94 against
+// 12.34 / 12.96 (1024).
+uint64_t odd_row_chunk(const Problem& problem, const Limits& l) {
     const Shape& s = problem.shape;
     if (problem.backward || s.inner != 1 || l.multiprocessors == 0 || dtype_size(problem.dtype) != 2 ||
         s.axis % 4 == 0)
         return 0;
-    // The workgroup row's window (8-byte windows) past its tile, the
-    // single-pass window (16-byte ones) within 8 chunks: rows of 16382-32761.
     if (row_window(problem, Path::workgroup_row, l) <= 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup ||
-        row_window(problem, Path::single_pass, l) > 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
+        row_window(problem, Path::single_pass, l) > kSinglePassOddRowMaxChunks * kSinglePassMinChunk)
         return 0;
     const uint64_t most = uint64_t{kSinglePassWorkgroupsPerMultiprocessor} * l.multiprocessors;
     return wave_grid(problem, l, kSinglePassMinChunk) <= most ? kSinglePassMinChunk : 0;
@@ -406,7 +409,7 @@ bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOp
     const uint64_t axis = problem.shape.axis;
     const uint64_t row_min = problem.backward ? kSinglePassSpreadBackwardRowMin : kSinglePassSpreadRowMin;
     const bool small_chunks =
-        !options.chunk_elements && (short_row_chunk(problem, l) != 0 || tiled_odd_row_chunk(problem, l) != 0);
+        !options.chunk_elements && (short_row_chunk(problem, l) != 0 || odd_row_chunk(problem, l) != 0);
     if (!small_chunks && (axis < row_min || axis * dtype_size(problem.dtype) <= kSinglePassSpreadRowMaxWorkgroupBytes))
         return false;
     if (problem.shape.inner != 1 || d.multiprocessors == 0) return false;
@@ -471,7 +474,7 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     // A chunk each workgroup holds in one tile, the rows cut by their
     // count of it (0: the batch's or the forced chunks).
     uint64_t held = forced ? 0 : problem.backward ? wave_chunk(problem, l) : short_row_chunk(problem, l);
-    if (!forced && !held && !problem.backward) held = tiled_odd_row_chunk(problem, l);
+    if (!forced && !held && !problem.backward) held = odd_row_chunk(problem, l);
     if (!forced && !held) held = held_wave_chunk(problem, l);
     if (!forced && !held) held = held_batch_chunk(problem, l);
     const bool held_wave = !forced && !held && held_wave_batch(problem, l);

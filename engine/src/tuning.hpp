@@ -218,6 +218,15 @@ constexpr uint64_t kSinglePassShortChunk = 1024;
 constexpr uint64_t kSinglePassShortRow = 8192;
 constexpr uint64_t kSinglePassShortBatchRow = 6144;
 constexpr uint64_t kSinglePassShortChunkWaves = 2;
+// Batches of forward 16-bit rows not a multiple of 4 long, from those a
+// workgroup row reads in tiles to those of this many chunks of
+// kSinglePassMinChunk, take such chunks held at 256 x 4 in grids of up to
+// kSinglePassWorkgroupsPerMultiprocessor workgroups a multiprocessor
+// (odd_row_chunk() in single_pass_plan.cpp). Longer rows keep chunks of
+// 8192 held at 256 x 8: H200, us, f16 / bf16, chunks of 8192 against 4096
+// (forced): 16x100003 (32 of 4096) 8.13 / 7.95 against 7.59 / 7.80 (mixed),
+// 8x151937 (64) 7.95 / 7.64 against 8.33 / 8.58 (bench/NOTES.md, v71).
+constexpr uint64_t kSinglePassOddRowMaxChunks = 16;
 // Forward rows spread over one wave of held chunks (held_wave_chunk() in
 // single_pass_plan.cpp) take at most this many chunks a row, and half as
 // many where the wave is more than half full: each lane of the gathering
