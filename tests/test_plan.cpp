@@ -1161,13 +1161,13 @@ TEST(Plan, OddRowsHoldAtMost15Slots) {
                               Held{2, 7681, Dtype::f32, 256, 8}, Held{2, 7677, Dtype::f32, 128, 15},
                               Held{64, 8192, Dtype::f32, 128, 16}, Held{64, 8191, Dtype::bf16, 256, 9},
                               Held{128, 32001, Dtype::f32, 1024, 8}, Held{128, 32000, Dtype::f32, 512, 16}}) {
-            const Plan plan = plan_geometry(d, rows_of(c.rows, c.cols, c.dtype));
-            const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
-                                     dtype_name(c.dtype) + " on " + d.name + ": " + path_name(plan.path) + " " +
-                                     plan.key[0].id();
-            ASSERT_EQ(plan.path, Path::workgroup_row) << what;
-            EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup_size) << what;
-            EXPECT_EQ(plan.key[0].slots, c.slots) << what;
+            const Problem p = rows_of(c.rows, c.cols, c.dtype);
+            const Plan plan = plan_geometry(d, p);
+            const std::string described =
+                what(p) + " on " + d.name + ": " + path_name(plan.path) + " " + plan.key[0].id();
+            ASSERT_EQ(plan.path, Path::workgroup_row) << described;
+            EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup_size) << described;
+            EXPECT_EQ(plan.key[0].slots, c.slots) << described;
         }
 }
 
@@ -1190,8 +1190,8 @@ TEST(Plan, OddRowsInChunksOf4096) {
     for (const Problem& p : {rows_of(64, 50257, Dtype::f16), rows_of(16, 65530, Dtype::bf16),
                              rows_of(16, 100003, Dtype::f16), rows_of(16, 50256, Dtype::f16)}) {
         const Plan plan = plan_geometry(h100, p);
-        EXPECT_GT(plan.push.chunk, 4096u) << to_string(p.shape) << " " << dtype_name(p.dtype) << ": "
-                                          << path_name(plan.path) << " " << plan.key[0].id() << ", chunks of "
+        EXPECT_GT(plan.push.chunk, 4096u) << what(p) << ": " << path_name(plan.path) << " " << plan.key[0].id()
+                                          << ", chunks of "
                                           << plan.push.chunk << " (a grid past 528 workgroups, rows past 16 "
                                           << "chunks of 4096 or a multiple of 4 long keep their longer chunks)";
     }

@@ -176,13 +176,14 @@ uint32_t slots_holding_row(const Problem& problem, Path path, const Limits& l, u
     return slots_for(problem, path, l, div_up(row_window(problem, path, l), 4 * lanes), most);
 }
 
+namespace {
+
 // The most slots an invocation of a workgroup row holds: kMaxSlots, half
 // that for the backward pass (y and dy), kOddRowMaxSlots for rows read in
 // vector windows with heads and tails (ODD_ROWS).
 uint32_t whole_row_most_slots(const Problem& problem, const Limits& l) {
     if (problem.backward) return kBackwardMaxSlots;
-    const bool odd = problem.shape.axis % 4 != 0 && access_width(problem, Path::workgroup_row, l, 2) > 1;
-    return odd ? kOddRowMaxSlots : kMaxSlots;
+    return vector_odd_rows(problem, Path::workgroup_row, l) ? kOddRowMaxSlots : kMaxSlots;
 }
 
 // The workgroup that holds a row whole on the workgroup-row path at up to
@@ -199,9 +200,12 @@ uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t m
     return wg;
 }
 
-// The slots each invocation of that workgroup holds of the row.
-uint32_t whole_row_slots(const Problem& problem, const Limits& l, uint32_t workgroup, uint32_t most) {
-    return slots_holding_row(problem, Path::workgroup_row, l, workgroup, most);
+}  // namespace
+
+// The slots each invocation holds of a row that whole_row_workgroup()'s
+// workgroup holds whole at up to `most` slots an invocation.
+uint32_t whole_row_slots(const Problem& problem, const Limits& l, uint32_t most) {
+    return slots_holding_row(problem, Path::workgroup_row, l, whole_row_workgroup(problem, l, most), most);
 }
 
 }  // namespace planning
@@ -338,7 +342,7 @@ Geometry plan_workgroup_row(const DeviceInfo& d, const Problem& problem, const L
     }
     const uint32_t most = whole_row_most_slots(problem, l);
     g.workgroup_size = whole_row_workgroup(problem, l, most);
-    g.slots = whole_row_slots(problem, l, g.workgroup_size, most);
+    g.slots = slots_holding_row(problem, Path::workgroup_row, l, g.workgroup_size, most);
     return g;
 }
 

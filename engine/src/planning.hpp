@@ -56,12 +56,9 @@ uint32_t access_width(const Problem& problem, Path path, const Limits& l, uint32
 uint64_t row_window(const Problem& problem, Path path, const Limits& l);
 // `want` slots per invocation, at most `most` (plan.cpp).
 uint32_t slots_for(const Problem& problem, Path path, const Limits& l, uint64_t want, uint32_t most);
-// The most slots a workgroup row's invocation holds of a row, the
-// workgroup that holds the row whole at up to `most`, and its slots
-// (plan.cpp).
-uint32_t whole_row_most_slots(const Problem& problem, const Limits& l);
-uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t most);
-uint32_t whole_row_slots(const Problem& problem, const Limits& l, uint32_t workgroup, uint32_t most);
+// The slots an invocation of the workgroup row that holds a row whole at
+// up to `most` slots holds of it (plan.cpp).
+uint32_t whole_row_slots(const Problem& problem, const Limits& l, uint32_t most);
 // Chunks of a chunked path for the geometry's tile (plan.cpp).
 void set_chunks(Geometry& g, const Problem& problem, const Limits& l, Path path, uint64_t want);
 // Error(unsupported) for a tensor of n elements and `bytes` that the

@@ -193,8 +193,7 @@ bool short_odd_row(const Problem& problem, const Limits& l) {
     const uint64_t axis = problem.shape.axis;
     if (axis % 4 == 0 || axis < kSinglePassShortOddRowMin) return false;
     if (problem.dtype != Dtype::f32 || axis >= kSinglePassShortOddF32RowMin) return true;
-    const uint32_t workgroup = whole_row_workgroup(problem, l, kMaxSlots);
-    return whole_row_slots(problem, l, workgroup, kMaxSlots) >= kSinglePassShortF32RowSlots;
+    return whole_row_slots(problem, l, kMaxSlots) >= kSinglePassShortF32RowSlots;
 }
 
 // The chunk of a forward row shorter than kSinglePassSpreadRowMin that
@@ -474,7 +473,7 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     // A chunk each workgroup holds in one tile, the rows cut by their
     // count of it (0: the batch's or the forced chunks).
     uint64_t held = forced ? 0 : problem.backward ? wave_chunk(problem, l) : short_row_chunk(problem, l);
-    if (!forced && !held && !problem.backward) held = odd_row_chunk(problem, l);
+    if (!forced && !held) held = odd_row_chunk(problem, l);
     if (!forced && !held) held = held_wave_chunk(problem, l);
     if (!forced && !held) held = held_batch_chunk(problem, l);
     const bool held_wave = !forced && !held && held_wave_batch(problem, l);
