@@ -85,20 +85,24 @@ bool whole_vector(Span row, uint i) { return !ODD_ROWS || (i >= row.first && i +
 
 #if defined(STORAGE_16BIT) && !defined(ATTENTION) && !defined(BACKWARD) && !defined(SINGLE_PASS)
 // Forward 16-bit ODD_ROWS rows on the row paths, in 8-byte windows at more
-// than 8 slots, load every vector of a tile's window whole, the head and
-// tail they share with their neighbouring rows included (those rows'
-// elements then read as MISSING), so that no load waits behind another's
-// branch. H200 (NVIDIA 580.159.04), us, element by element -> whole: f16
-// 1x4095 (128 x 9 slots) 5.93 -> 5.14, 1x12287 (256 x 13) 7.56 -> 6.52,
-// 1280x12887 46.0 -> 35.3; bf16 1280x12887 64.6 -> 57.4. Slower where
-// measured otherwise: at 4 and 8 slots (f16 1x16383, 1024 x 4: 6.45 ->
-// 7.25; bf16 4096x1009, a subgroup's 8 slots: 8.17 -> 9.31), every fp32
-// row (1x12287 5.70 -> 6.10, 4096x1009 9.39 -> 10.68) and 16-byte windows
-// (single-pass chunks: level to 3% slower) (bench/NOTES.md, v69).
+// than 8 slots (8 on workgroup rows), load every vector of a tile's window
+// whole, the head and tail they share with their neighbouring rows
+// included (those rows' elements then read as MISSING), so that no load
+// waits behind another's branch. H200 (NVIDIA 580.159.04), us, element by
+// element -> whole: f16 1x4095 (128 x 9 slots) 5.93 -> 5.14, 1x12287
+// (256 x 13) 7.56 -> 6.52, 1280x12887 46.0 -> 35.3; bf16 1280x12887 64.6
+// -> 57.4 (bench/NOTES.md, v69); workgroup rows at 8 slots (v72), f16 /
+// bf16: 1024x8189 (256 x 8) 14.22 / 14.75 -> 13.35 / 14.18, 8x8189 6.03 /
+// 6.12 -> 5.22 / 5.25, 64x16381 (512 x 8) 6.94 / 7.18 -> 6.29 / 6.52.
+// Slower where measured otherwise (v69): at 4 slots and a subgroup's 8
+// (f16 1x16383, 1024 x 4: 6.45 -> 7.25; bf16 4096x1009, a subgroup's 8
+// slots: 8.17 -> 9.31), every fp32 row (1x12287 5.70 -> 6.10, 4096x1009
+// 9.39 -> 10.68) and 16-byte windows (single-pass chunks: level to 3%
+// slower).
 // Attention rows keep the element-by-element head and tail: a column
 // outside the row has no mask element to read.
 #define VKSM_WHOLE_WINDOW_LOADS
-const bool WHOLE_WINDOW_LOADS = ODD_ROWS && VEC == 4u && SLOTS > 8u;
+const bool WHOLE_WINDOW_LOADS = ODD_ROWS && VEC == 4u && (SLOTS > 8u || (SLOTS == 8u && !SUBGROUP_ROWS));
 
 // The 8-byte vectors binding 0 holds whole: it holds the tensor's rows x
 // axis elements (ODD_ROWS rows are contiguous), so the tensor's last
