@@ -1034,10 +1034,11 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 // On NVIDIA rows that a workgroup holds only at its most slots (forward
 // from 16384 elements and over 32 KB in at least 3 chunks a row, backward from
 // 24576) are spread over the chunks of one wave instead, however many of
-// them there are, where their chunks of at most 8192 make one wave;
-// shorter or smaller rows, rows of two chunks, rows whose wave would take
-// longer chunks, strided rows and devices without the rule keep the
-// workgroup row.
+// them there are, where their chunks of at most 8192 make one wave (two
+// workgroups a multiprocessor for held chunks of 8192 in fp32 and in f16
+// batches); shorter or smaller rows, rows of two chunks, rows whose wave
+// would take longer chunks, larger grids, strided rows and devices without
+// the rule keep the workgroup row.
 TEST(Plan, ShortRowsSpreadOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     expect_paths(h100, {
@@ -1061,8 +1062,15 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
         {1, 20480, Dtype::f16, Path::single_pass},
         {32, 20480, Dtype::f16, Path::single_pass},    // 3 chunks a row
         {16, 20480, Dtype::f32, Path::single_pass},
-        {64, 20480, Dtype::f32, Path::workgroup_row},  // more than one wave of chunks
-        {64, 32768, Dtype::f32, Path::workgroup_row},  // one wave only in chunks of 16384
+        {64, 20480, Dtype::f32, Path::single_pass},    // 256 chunks of 8192: two a multiprocessor
+        {64, 32768, Dtype::f32, Path::single_pass},
+        {48, 24576, Dtype::f32, Path::single_pass},
+        {66, 32000, Dtype::f32, Path::single_pass},    // 264 chunks
+        {67, 32000, Dtype::f32, Path::workgroup_row},  // 268 chunks: past two a multiprocessor
+        {128, 32000, Dtype::f32, Path::workgroup_row},
+        {64, 32000, Dtype::f16, Path::single_pass},    // an f16 batch: two a multiprocessor
+        {64, 20480, Dtype::f16, Path::single_pass},
+        {64, 32000, Dtype::bf16, Path::workgroup_row}, // bf16: one wave, so two chunks of 16384 a row
     }, false);
     expect_paths(h100, {
         {1, 32768, Dtype::f32, Path::single_pass},
@@ -1188,7 +1196,8 @@ TEST(Plan, OddRowsInChunksOf4096) {
           WaveCase{16, 65529, Dtype::f16, 4096, 256, 256, 4}})
         expect_wave_geometry(h100, c, true, false);
     for (const Problem& p : {rows_of(64, 50257, Dtype::f16), rows_of(16, 65530, Dtype::bf16),
-                             rows_of(16, 100003, Dtype::f16), rows_of(16, 50256, Dtype::f16)}) {
+                             rows_of(16, 100003, Dtype::f16), rows_of(16, 50256, Dtype::f16),
+                             rows_of(64, 32000, Dtype::f16)}) {
         const Plan plan = plan_geometry(h100, p);
         EXPECT_GT(plan.push.chunk, 4096u) << what(p) << ": " << path_name(plan.path) << " " << plan.key[0].id()
                                           << ", chunks of "
@@ -1197,7 +1206,6 @@ TEST(Plan, OddRowsInChunksOf4096) {
     }
     expect_paths(h100, {
         {96, 32001, Dtype::f16, Path::workgroup_row},   // 768 chunks of 4096: past 4 a multiprocessor
-        {64, 32000, Dtype::f16, Path::workgroup_row},   // a multiple of 4
         {64, 16381, Dtype::bf16, Path::workgroup_row},  // a window of 16384: one tile of 1024 x 4
         {64, 32762, Dtype::f16, Path::workgroup_row},   // 16-byte windows past 8 chunks of 4096
     }, false);

@@ -402,8 +402,16 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 // polling rounds visited only the pending partials (v64), one dispatch
 // won only on single rows of 30000 or more (v23). Shorter rows that
 // short_row_chunk() gives small chunks (some rows not a multiple of 4
-// long) take the path in those. Contiguous rows only:
-// strided ones (inner > 1) were not measured.
+// long) take the path in those. Held chunks of 8192 that
+// held_wave_chunk() gives two workgroups a multiprocessor (fp32, f16
+// batches) take it in grids of up to two waves (v72), us, a workgroup row
+// against one dispatch, means of two rounds, f32: 34x32000 8.35 against
+// 6.61, 48x32000 8.34 against 7.12, 64x32000 8.49 against 7.70, 48x24576
+// 7.30 against 6.52, 64x32768 8.55 against 7.80, 64x20480 6.87 against
+// 6.67, 64x17000 6.43 against 6.46; f16 48x32000 7.18 against 6.24,
+// 64x32000 7.25 against 6.48, 64x20480 7.03 against 6.19, 64x17000 7.06
+// against 6.17. Contiguous rows only: strided ones (inner > 1) were not
+// measured.
 bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t axis = problem.shape.axis;
     const uint64_t row_min = problem.backward ? kSinglePassSpreadBackwardRowMin : kSinglePassSpreadRowMin;
@@ -416,7 +424,10 @@ bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOp
     if (!rule.allowed || !rule.resident_batches_only) return false;
     if (small_chunks) return true;
     const Geometry g = plan_single_pass(problem, options, l);
-    return g.items <= d.multiprocessors && g.chunk <= kSinglePassHeldChunk && g.chunks >= kSinglePassSpreadMinChunks;
+    const uint64_t waves =
+        !options.chunk_elements && held_wave_chunk(problem, l) == kSinglePassHeldChunk ? kSinglePassHeldChunkWaves : 1;
+    return g.items <= waves * d.multiprocessors && g.chunk <= kSinglePassHeldChunk &&
+           g.chunks >= kSinglePassSpreadMinChunks;
 }
 
 // Forward rows longer than a workgroup row, where the vendor takes the

@@ -159,7 +159,9 @@ constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 // single_pass_plan.cpp; H200, f32 16x131072 8.60 -> 7.83 us,
 // bench/NOTES.md, v66); so do f32 backward batches, rather than chunks of
 // kSinglePassBatchChunk re-read (held_f32_batch_chunk(): 32x65536 8.15 ->
-// 7.86 us).
+// 7.86 us), and forward rows a workgroup could hold, rather than one
+// workgroup a row (spread_short_rows(): f32 48x32000 8.34 -> 7.12 us, f16
+// 64x32000 7.25 -> 6.48; v72).
 constexpr uint64_t kSinglePassHeldChunkWaves = 2;
 // Forward batches past one wave hold chunks of kSinglePassHeldChunk where
 // their grid is at most this many workgroups per multiprocessor
