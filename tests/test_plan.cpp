@@ -1035,7 +1035,7 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 // from 16384 elements and over 32 KB in at least 3 chunks a row, backward from
 // 24576) are spread over the chunks of one wave instead, however many of
 // them there are, where their chunks of at most 8192 make one wave (two
-// workgroups a multiprocessor for held chunks of 8192 in fp32 and in f16
+// workgroups a multiprocessor for held chunks of 8192 in fp32 and in 16-bit
 // batches); shorter or smaller rows, rows of two chunks, rows whose wave
 // would take longer chunks, larger grids, strided rows and devices without
 // the rule keep the workgroup row.
@@ -1070,7 +1070,9 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
         {128, 32000, Dtype::f32, Path::workgroup_row},
         {64, 32000, Dtype::f16, Path::single_pass},    // an f16 batch: two a multiprocessor
         {64, 20480, Dtype::f16, Path::single_pass},
-        {64, 32000, Dtype::bf16, Path::workgroup_row}, // bf16: one wave, so two chunks of 16384 a row
+        {64, 32000, Dtype::bf16, Path::single_pass},   // so does a bf16 batch of rows a workgroup could hold
+        {66, 24576, Dtype::bf16, Path::single_pass},
+        {96, 32000, Dtype::f16, Path::workgroup_row},  // 384 chunks
     }, false);
     expect_paths(h100, {
         {1, 32768, Dtype::f32, Path::single_pass},
@@ -1216,8 +1218,8 @@ TEST(Plan, OddRowsInChunksOf4096) {
 // On NVIDIA forward rows past a workgroup row take one dispatch where one
 // wave of held chunks covers them (132 multiprocessors here): chunks of
 // 4096 at 256 x 4 where they fill at most half the wave, else 8192 at
-// 256 x 8 (f32 problems and f16 batches: up to two workgroups a
-// multiprocessor), else 16384 at 512 x 8 where those fill more than half
+// 256 x 8 (f32 problems, f16 batches and bf16 batches of rows a workgroup
+// could hold: up to two workgroups a multiprocessor), else 16384 at 512 x 8 where those fill more than half
 // (16-bit types: in batches of 8 rows or more); at most 64 chunks a row,
 // 32 past half a wave; each chunk the count's share of the row. Past that,
 // two dispatches, or a resident batch (6 MiB or more, or held chunks of

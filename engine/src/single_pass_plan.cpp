@@ -133,9 +133,9 @@ uint32_t wave_workgroup(uint64_t chunk) {
 // The chunk of a forward problem spread over one wave of held chunks, each
 // in one tile of wave_workgroup(): chunks of kSinglePassMinChunk (256 x 4)
 // where their grid fills at most half the multiprocessors, else of
-// kSinglePassHeldChunk (256 x 8) where they fit one wave (f32 problems
-// and f16 batches: two workgroups a multiprocessor,
-// kSinglePassHeldChunkWaves), else of kSinglePassBatchChunk (512 x 8)
+// kSinglePassHeldChunk (256 x 8) where they fit one wave (f32 problems,
+// f16 batches and bf16 batches of rows a workgroup could hold: two
+// workgroups a multiprocessor, kSinglePassHeldChunkWaves), else of kSinglePassBatchChunk (512 x 8)
 // where those fill more than half of one, for 16-bit types only in
 // batches; each time at most
 // kSinglePassSpreadMaxChunks a row, half that past half a wave (the
@@ -162,13 +162,19 @@ uint32_t wave_workgroup(uint64_t chunk) {
 //   8.60 -> 7.83, 24x65536 8.10 -> 7.28, 6x262144 8.24 -> 7.52, 5x262144
 //   7.75 -> 7.28; f16 16x131072 7.05 -> 6.66, 24x65536 6.81 -> 6.28,
 //   12x100000 6.56 -> 6.37; bf16 -2% to +3% (12x100000 6.80 -> 7.00,
-//   8x200000 7.04 -> 7.25), so bf16 keeps 512 x 8.
+//   8x200000 7.04 -> 7.25), so bf16 keeps 512 x 8 for rows past a
+//   workgroup row. bf16 batches of rows a workgroup could hold take 256 x 8
+//   two a multiprocessor too (spread_short_rows(); v72, forced, us, the
+//   workgroup row of 1024 x 4 against chunks of 8192: 64x32000 7.87 ->
+//   7.01, 48x32000 7.74 -> 7.05, 64x20480 7.50 -> 6.87).
 uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
     if (problem.backward || l.multiprocessors == 0) return 0;
     const uint64_t rows = problem.shape.rows();
     const bool few_16bit = problem.dtype != Dtype::f32 && rows < kSinglePassBatchRows;
+    const bool workgroup_row =
+        row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup;
     const bool two_per_multiprocessor =
-        problem.dtype == Dtype::f32 || (problem.dtype == Dtype::f16 && !few_16bit);
+        problem.dtype == Dtype::f32 || (!few_16bit && (problem.dtype == Dtype::f16 || workgroup_row));
     for (const uint64_t chunk : {kSinglePassMinChunk, kSinglePassHeldChunk, kSinglePassBatchChunk}) {
         const uint64_t grid = wave_grid(problem, l, chunk);
         const bool half = 2 * grid <= l.multiprocessors;
@@ -403,7 +409,7 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 // won only on single rows of 30000 or more (v23). Shorter rows that
 // short_row_chunk() gives small chunks (some rows not a multiple of 4
 // long) take the path in those. Held chunks of 8192 that
-// held_wave_chunk() gives two workgroups a multiprocessor (fp32, f16
+// held_wave_chunk() gives two workgroups a multiprocessor (fp32, 16-bit
 // batches) take it in grids of up to two waves (v72), us, a workgroup row
 // against one dispatch, means of two rounds, f32: 34x32000 8.35 against
 // 6.61, 48x32000 8.34 against 7.12, 64x32000 8.49 against 7.70, 48x24576

@@ -153,7 +153,8 @@ constexpr uint64_t kSinglePassBatchMaxBytes = 40ull << 20;
 // (held_wave_chunk() in single_pass_plan.cpp; bench/NOTES.md, v40).
 constexpr uint64_t kSinglePassHeldChunk = 4ull * kSinglePassWorkgroup * kSinglePassHeldSlots;
 constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
-// Forward f32 problems and f16 batches hold chunks of kSinglePassHeldChunk
+// Forward f32 problems and f16 batches (bf16 ones of rows a workgroup could
+// hold) keep chunks of kSinglePassHeldChunk
 // (256 x 8) in up to this many workgroups per multiprocessor, rather than
 // chunks of kSinglePassBatchChunk at 512 x 8 in one (held_wave_chunk() in
 // single_pass_plan.cpp; H200, f32 16x131072 8.60 -> 7.83 us,
@@ -161,7 +162,7 @@ constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 // kSinglePassBatchChunk re-read (held_f32_batch_chunk(): 32x65536 8.15 ->
 // 7.86 us), and forward rows a workgroup could hold, rather than one
 // workgroup a row (spread_short_rows(): f32 48x32000 8.34 -> 7.12 us, f16
-// 64x32000 7.25 -> 6.48; v72).
+// 64x32000 7.25 -> 6.48; v72), bf16 batches of those among them.
 constexpr uint64_t kSinglePassHeldChunkWaves = 2;
 // Forward batches past one wave hold chunks of kSinglePassHeldChunk where
 // their grid is at most this many workgroups per multiprocessor
