@@ -1033,7 +1033,7 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 
 // On NVIDIA rows that a workgroup holds only at its most slots (forward
 // from 16384 elements and over 32 KB in at least 3 chunks a row, backward from
-// 24576) are spread over the chunks of one wave instead, however many of
+// 24576, backward batches as the forward rows) are spread over the chunks of one wave instead, however many of
 // them there are, where their chunks of at most 8192 make one wave (two
 // workgroups a multiprocessor for held chunks of 8192 in fp32 and in 16-bit
 // batches); shorter or smaller rows, rows of two chunks, rows whose wave
@@ -1081,7 +1081,13 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
         {32, 32768, Dtype::f32, Path::single_pass},
         {1, 16384, Dtype::f32, Path::workgroup_row},   // backward rows from 24576 only
         {1, 20480, Dtype::f16, Path::workgroup_row},
-        {64, 32768, Dtype::f32, Path::workgroup_row},
+        {4, 20480, Dtype::f32, Path::workgroup_row},
+        {64, 32768, Dtype::f32, Path::single_pass},    // batches: held chunks of 8192, two a multiprocessor
+        {48, 32000, Dtype::f16, Path::single_pass},
+        {64, 32000, Dtype::bf16, Path::single_pass},
+        {40, 20480, Dtype::f32, Path::single_pass},    // batches from 16384 elements, over 32 KB
+        {40, 16384, Dtype::f16, Path::workgroup_row},  // 32 KB
+        {67, 32000, Dtype::f32, Path::workgroup_row},  // 268 chunks
     }, true);
     Problem strided = rows_of(1, 32768);
     strided.shape = Shape{1, 32768, 4};
@@ -1211,7 +1217,7 @@ TEST(Plan, OddRowsInChunksOf4096) {
         {64, 16381, Dtype::bf16, Path::workgroup_row},  // a window of 16384: one tile of 1024 x 4
         {64, 32762, Dtype::f16, Path::workgroup_row},   // 16-byte windows past 8 chunks of 4096
     }, false);
-    expect_paths(h100, {{64, 32001, Dtype::f16, Path::workgroup_row}}, true);
+    expect_paths(h100, {{64, 32001, Dtype::f16, Path::single_pass}}, true);  // held chunks of 8192 (ShortRowsSpreadOverOneWave)
     EXPECT_EQ(choose_path(h200(), rows_of(64, 32001, Dtype::f16)), Path::workgroup_row) << "no multiprocessor count";
 }
 

@@ -130,6 +130,13 @@ uint32_t wave_workgroup(uint64_t chunk) {
     return static_cast<uint32_t>(std::max<uint64_t>(kSinglePassWorkgroup, chunk / (4 * kSinglePassHeldSlots)));
 }
 
+// Whether a workgroup row holds the problem's rows (at its most slots,
+// kRowSlotsAtMaxWorkgroup at the largest workgroup): the rows
+// spread_short_rows() may spread over chunks.
+bool workgroup_holds_row(const Problem& problem, const Limits& l) {
+    return row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup;
+}
+
 // The chunk of a forward problem spread over one wave of held chunks, each
 // in one tile of wave_workgroup(): chunks of kSinglePassMinChunk (256 x 4)
 // where their grid fills at most half the multiprocessors, else of
@@ -171,10 +178,8 @@ uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
     if (problem.backward || l.multiprocessors == 0) return 0;
     const uint64_t rows = problem.shape.rows();
     const bool few_16bit = problem.dtype != Dtype::f32 && rows < kSinglePassBatchRows;
-    const bool workgroup_row =
-        row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup;
     const bool two_per_multiprocessor =
-        problem.dtype == Dtype::f32 || (!few_16bit && (problem.dtype == Dtype::f16 || workgroup_row));
+        problem.dtype == Dtype::f32 || (!few_16bit && (problem.dtype == Dtype::f16 || workgroup_holds_row(problem, l)));
     for (const uint64_t chunk : {kSinglePassMinChunk, kSinglePassHeldChunk, kSinglePassBatchChunk}) {
         const uint64_t grid = wave_grid(problem, l, chunk);
         const bool half = 2 * grid <= l.multiprocessors;
@@ -302,6 +307,31 @@ uint64_t held_batch_chunk(const Problem& problem, const Limits& l) {
     return grid <= uint64_t{kSinglePassHeldBatchGrid} * l.multiprocessors ? kSinglePassHeldChunk : 0;
 }
 
+// The chunk of a backward batch (kSinglePassBatchRows rows or more) of rows
+// a workgroup row holds, of kSinglePassSpreadRowMin elements or more and
+// over kSinglePassSpreadRowMaxWorkgroupBytes, whose chunks of
+// kSinglePassHeldChunk make at most kSinglePassHeldChunkWaves workgroups a
+// multiprocessor: those, held at 256 x 8, as the forward pass holds such
+// rows (held_wave_chunk()); 0 otherwise. H200 (580.159.04; bench/NOTES.md,
+// v72), us, means of two rounds, a workgroup row of 1024 x 4 against
+// chunks of 8192, f32 / f16 / bf16: 48x32000 9.15 / 6.76 / 7.68 against
+// 7.12 / 5.95 / 6.25; 64x32000 9.22 / 6.86 / 7.80 against 7.72 / 6.32 /
+// 6.45; 64x32768 9.59 / 6.93 / 7.89 against 7.81 / 6.36 / 6.49; 66x24576
+// 8.01 / 6.70 / 7.45 against 7.03 / 6.00 / 6.16; 40x20480 7.10 / 6.50 /
+// 7.11 against 5.82 / 5.58 / 5.87; 64x17000 7.01 / 6.61 / 7.10 against
+// 6.11 / 5.59 / 6.05; rows not a multiple of 4 long, 64x32001 10.36 /
+// 10.91 / 11.92 against 8.33 / 7.90 / 8.28 and 48x24577 9.54 / 11.33 /
+// 12.10 against 7.05 / 8.00 / 8.25.
+uint64_t held_backward_batch_chunk(const Problem& problem, const Limits& l) {
+    const uint64_t axis = problem.shape.axis;
+    if (!problem.backward || l.multiprocessors == 0 || problem.shape.rows() < kSinglePassBatchRows ||
+        axis < kSinglePassSpreadRowMin || axis * dtype_size(problem.dtype) <= kSinglePassSpreadRowMaxWorkgroupBytes ||
+        !workgroup_holds_row(problem, l))
+        return 0;
+    const uint64_t grid = wave_grid(problem, l, kSinglePassHeldChunk);
+    return grid <= kSinglePassHeldChunkWaves * l.multiprocessors ? kSinglePassHeldChunk : 0;
+}
+
 // A 16-bit backward batch of whole chunks of kSinglePassBatchChunk that
 // make more than half a wave and at most one: each chunk held in one tile
 // of wave_workgroup() (512 x 8 slots), as a backward batch of half a wave
@@ -420,7 +450,9 @@ bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOption
 // measured.
 bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t axis = problem.shape.axis;
-    const uint64_t row_min = problem.backward ? kSinglePassSpreadBackwardRowMin : kSinglePassSpreadRowMin;
+    const bool held_backward_batch = !options.chunk_elements && held_backward_batch_chunk(problem, l) != 0;
+    const uint64_t row_min =
+        problem.backward && !held_backward_batch ? kSinglePassSpreadBackwardRowMin : kSinglePassSpreadRowMin;
     const bool small_chunks =
         !options.chunk_elements && (short_row_chunk(problem, l) != 0 || odd_row_chunk(problem, l) != 0);
     if (!small_chunks && (axis < row_min || axis * dtype_size(problem.dtype) <= kSinglePassSpreadRowMaxWorkgroupBytes))
@@ -430,8 +462,8 @@ bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOp
     if (!rule.allowed || !rule.resident_batches_only) return false;
     if (small_chunks) return true;
     const Geometry g = plan_single_pass(problem, options, l);
-    const uint64_t waves =
-        !options.chunk_elements && held_wave_chunk(problem, l) == kSinglePassHeldChunk ? kSinglePassHeldChunkWaves : 1;
+    const bool held_forward = !options.chunk_elements && held_wave_chunk(problem, l) == kSinglePassHeldChunk;
+    const uint64_t waves = held_forward || held_backward_batch ? kSinglePassHeldChunkWaves : 1;
     return g.items <= waves * d.multiprocessors && g.chunk <= kSinglePassHeldChunk &&
            g.chunks >= kSinglePassSpreadMinChunks;
 }
@@ -493,6 +525,7 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     if (!forced && !held) held = odd_row_chunk(problem, l);
     if (!forced && !held) held = held_wave_chunk(problem, l);
     if (!forced && !held) held = held_batch_chunk(problem, l);
+    if (!forced && !held) held = held_backward_batch_chunk(problem, l);
     const bool held_wave = !forced && !held && held_wave_batch(problem, l);
     const uint32_t workgroup = held        ? wave_workgroup(held)
                                : held_wave ? wave_workgroup(kSinglePassBatchChunk)

@@ -55,14 +55,15 @@ constexpr SinglePassVendor kSinglePassVendors[] = {
     // rows from 16384 elements and over 32 KB in at least 3 chunks (f32
     // 8x16384 5.4 vs 5.6, f16 32x20480 5.5 vs 6.9; f16 1x18000 4.8 vs 6.7,
     // v68); held chunks of 8192 in grids of up to two waves (f32 48x32000
-    // 7.1 vs 8.3, f16 64x32000 6.5 vs 7.3, v72).
+    // 7.1 vs 8.3, f16 64x32000 6.5 vs 7.3, v72), backward batches of such
+    // rows too (bf16 64x32000 6.5 vs 7.8, v72).
     {0x10DE, Takes::resident_batches,
      "NVIDIA: faster than two dispatches on rows that one wave of held chunks covers, at most 64 chunks a row "
      "(H100, 580.159.04), and on other batches of at least 8 long rows of 6 to 40 MiB in all, with a grid of at most "
      "4 workgroups per multiprocessor and chunks at least 3/4 full (H100; past 32 MiB, H200), and than a "
-     "workgroup a row on rows whose chunks of at most 8192 make one wave (forward chunks of 8192: two): forward "
-     "from 16384 elements and over 32 KB in at least 3 chunks, backward from 24576 elements (H200); two "
-     "dispatches elsewhere"},
+     "workgroup a row on rows whose chunks of at most 8192 make one wave (chunks of 8192: two): forward "
+     "from 16384 elements and over 32 KB in at least 3 chunks, backward from 24576 elements and backward batches "
+     "as forward rows (H200); two dispatches elsewhere"},
     // Metal promises no forward progress between threadgroups; Apple M1 and
     // M3 were shown to lack it (Smith, Levien, Owens, SPAA 2025): partials
     // would often come from the waiting workgroup itself.

@@ -162,7 +162,9 @@ constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 // kSinglePassBatchChunk re-read (held_f32_batch_chunk(): 32x65536 8.15 ->
 // 7.86 us), and forward rows a workgroup could hold, rather than one
 // workgroup a row (spread_short_rows(): f32 48x32000 8.34 -> 7.12 us, f16
-// 64x32000 7.25 -> 6.48; v72), bf16 batches of those among them.
+// 64x32000 7.25 -> 6.48; v72), bf16 batches of those among them, and
+// backward batches of such rows (held_backward_batch_chunk(): bf16
+// 64x32000 7.80 -> 6.45).
 constexpr uint64_t kSinglePassHeldChunkWaves = 2;
 // Forward batches past one wave hold chunks of kSinglePassHeldChunk where
 // their grid is at most this many workgroups per multiprocessor
@@ -198,8 +200,10 @@ constexpr uint64_t kSinglePassSpreadRowMaxWorkgroupBytes = 32768;
 // handshake for half a row each (f32 32x16384 level, 48x16384 2% and
 // 64x16384 4% slower than workgroup rows; v65).
 constexpr uint64_t kSinglePassSpreadMinChunks = 3;
-// Backward rows of 16384-24575 were not measured in one dispatch; rows of
-// 24576-32768 were 27-39% faster there (v64).
+// Backward rows of 16384-24575 fewer than a batch were not measured in one
+// dispatch; rows of 24576-32768 were 27-39% faster there (v64), and
+// batches of rows from 16384 elements in held chunks of 8192 12-32%
+// (held_backward_batch_chunk(): f32 40x20480 7.10 -> 5.82 us, v72).
 constexpr uint64_t kSinglePassSpreadBackwardRowMin = 24576;
 // Forward rows shorter than kSinglePassSpreadRowMin whose length is not a
 // multiple of 4, which one workgroup reads slowly (its heads and tails
