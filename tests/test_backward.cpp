@@ -183,6 +183,35 @@ TEST_F(BackwardTest, ProblemsOfOneWave) {
     }
 }
 
+// Batches of rows a workgroup row holds, from 16384 elements and over 32
+// KB, which the plan holds in single-pass chunks of 8192 at 256 x 8 in
+// grids of up to two workgroups a multiprocessor on a device that counts
+// them (held_backward_batch_chunk() in single_pass_plan.cpp), with the
+// plan's own path and geometry, against the reference (one row length not
+// a multiple of 4); elsewhere the same shapes on that device's plan.
+TEST_F(BackwardTest, BatchesOfWorkgroupRowsInHeldChunks) {
+    struct Case {
+        uint64_t rows, cols;
+        Dtype dtype;
+        bool log;
+    };
+    for (const Case& c : {Case{40, 20480, Dtype::f32, false}, Case{64, 32000, Dtype::f16, false},
+                          Case{48, 24577, Dtype::bf16, true}}) {
+        const Problem p = backward_problem(c.rows, c.cols, c.dtype, c.log);
+        const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p));
+        const std::string what = describe(p, {}) + " (" + path_name(o.plan.path) + ", " +
+                                 std::to_string(o.plan.groups) + " workgroups, chunks of " +
+                                 std::to_string(o.plan.push.chunk) + ")";
+        const uint32_t multiprocessors = ctx().info().multiprocessors;
+        if (o.plan.path == Path::single_pass && multiprocessors != 0) {
+            EXPECT_LE(o.plan.groups, 2ull * multiprocessors) << what << ": more than two workgroups a multiprocessor";
+            EXPECT_LE(o.plan.push.chunk, 4 * o.plan.key[0].slots * o.plan.key[0].workgroup_size)
+                << what << ": a chunk not held in one tile";
+        }
+        EXPECT_TRUE(o.acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0)) << what << ": " << o.acc.describe();
+    }
+}
+
 // The single-pass backward module gathers a row's sums as the forward one
 // gathers its partials: by subgroup 0 alone up to 32 a lane of a
 // subgroup, by every invocation past that. Rows of 16 x and 64 x the
