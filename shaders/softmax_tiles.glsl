@@ -97,8 +97,8 @@ bool whole_vector(Span row, uint i) { return !ODD_ROWS || (i >= row.first && i +
 // Slower where measured otherwise (v69): at 4 slots and a subgroup's 8
 // (f16 1x16383, 1024 x 4: 6.45 -> 7.25; bf16 4096x1009, a subgroup's 8
 // slots: 8.17 -> 9.31), every fp32 row (1x12287 5.70 -> 6.10, 4096x1009
-// 9.39 -> 10.68) and 16-byte windows (single-pass chunks: level to 3%
-// slower).
+// 9.39 -> 10.68; workgroup rows at 8 slots, v72: 1024x8189 20.94 -> 22.72)
+// and 16-byte windows (single-pass chunks: level to 3% slower).
 // Attention rows keep the element-by-element head and tail: a column
 // outside the row has no mask element to read.
 #define VKSM_WHOLE_WINDOW_LOADS

@@ -142,9 +142,9 @@ bool workgroup_holds_row(const Problem& problem, const Limits& l) {
 // where their grid fills at most half the multiprocessors, else of
 // kSinglePassHeldChunk (256 x 8) where they fit one wave (f32 problems,
 // f16 batches and bf16 batches of rows a workgroup could hold: two
-// workgroups a multiprocessor, kSinglePassHeldChunkWaves), else of kSinglePassBatchChunk (512 x 8)
-// where those fill more than half of one, for 16-bit types only in
-// batches; each time at most
+// workgroups a multiprocessor, kSinglePassHeldChunkWaves), else of
+// kSinglePassBatchChunk (512 x 8) where those fill more than half of one,
+// for 16-bit types only in batches; each time at most
 // kSinglePassSpreadMaxChunks a row, half that past half a wave (the
 // partials each lane of the gathering subgroup waits for: a second costs
 // about a round trip, v36). 0 where none fits. H100 (580.159.04;

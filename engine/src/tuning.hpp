@@ -154,9 +154,9 @@ constexpr uint64_t kSinglePassBatchMaxBytes = 40ull << 20;
 constexpr uint64_t kSinglePassHeldChunk = 4ull * kSinglePassWorkgroup * kSinglePassHeldSlots;
 constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 // Forward f32 problems and f16 batches (bf16 ones of rows a workgroup could
-// hold) keep chunks of kSinglePassHeldChunk
-// (256 x 8) in up to this many workgroups per multiprocessor, rather than
-// chunks of kSinglePassBatchChunk at 512 x 8 in one (held_wave_chunk() in
+// hold) keep chunks of kSinglePassHeldChunk (256 x 8) in up to this many
+// workgroups per multiprocessor, rather than chunks of
+// kSinglePassBatchChunk at 512 x 8 in one (held_wave_chunk() in
 // single_pass_plan.cpp; H200, f32 16x131072 8.60 -> 7.83 us,
 // bench/NOTES.md, v66); so do f32 backward batches, rather than chunks of
 // kSinglePassBatchChunk re-read (held_f32_batch_chunk(): 32x65536 8.15 ->
