@@ -160,6 +160,10 @@ uint64_t row_window(const Problem& problem, Path path, const Limits& l) {
     return axis + access_width(problem, path, l, 2) - 1;
 }
 
+bool workgroup_holds_row(const Problem& problem, const Limits& l) {
+    return row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup;
+}
+
 // `want` slots per invocation (at most `most`), rounded up to even where
 // the row could take 16-byte fp16 accesses, which an odd count would halve
 // (f16 1280x12888: 256 x 14 slots 23.5 us, 256 x 13 26.4); a single slot
@@ -244,7 +248,7 @@ Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions&
     if (l.subgroup_reduction &&
         row_window(problem, Path::subgroup_row, l) <= 4ull * kSubgroupRowSlots * l.subgroup_size)
         return Path::subgroup_row;
-    if (row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup)
+    if (workgroup_holds_row(problem, l))
         return spread_short_rows(d, problem, options, l) ? Path::single_pass : Path::workgroup_row;
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
     if (!rule.allowed) return Path::split;

@@ -54,6 +54,10 @@ bool chunked(Path path);
 uint32_t access_width(const Problem& problem, Path path, const Limits& l, uint32_t slots);
 // The longest window a row is read over on `path` (plan.cpp).
 uint64_t row_window(const Problem& problem, Path path, const Limits& l);
+// Whether a workgroup row holds the problem's rows (at its most slots,
+// kRowSlotsAtMaxWorkgroup at the largest workgroup): the rows choose_path()
+// gives the workgroup row, or spread_short_rows() chunks (plan.cpp).
+bool workgroup_holds_row(const Problem& problem, const Limits& l);
 // `want` slots per invocation, at most `most` (plan.cpp).
 uint32_t slots_for(const Problem& problem, Path path, const Limits& l, uint64_t want, uint32_t most);
 // The slots an invocation of the workgroup row that holds a row whole at

@@ -130,13 +130,6 @@ uint32_t wave_workgroup(uint64_t chunk) {
     return static_cast<uint32_t>(std::max<uint64_t>(kSinglePassWorkgroup, chunk / (4 * kSinglePassHeldSlots)));
 }
 
-// Whether a workgroup row holds the problem's rows (at its most slots,
-// kRowSlotsAtMaxWorkgroup at the largest workgroup): the rows
-// spread_short_rows() may spread over chunks.
-bool workgroup_holds_row(const Problem& problem, const Limits& l) {
-    return row_window(problem, Path::workgroup_row, l) <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup;
-}
-
 // The chunk of a forward problem spread over one wave of held chunks, each
 // in one tile of wave_workgroup(): chunks of kSinglePassMinChunk (256 x 4)
 // where their grid fills at most half the multiprocessors, else of
