@@ -133,6 +133,36 @@ void expect_kind(const Geometry& g, const Plan& plan) {
     }
 }
 
+// A backward problem the plan holds in single-pass chunks on a device
+// that counts its multiprocessors.
+struct HeldCase {
+    uint64_t rows, cols;
+    Dtype dtype;
+    bool log;
+};
+
+// Runs each case on the plan's own path against the reference; where the
+// plan takes the single-pass path on a device that counts its
+// multiprocessors, its grid is at most `waves` workgroups a multiprocessor
+// and each chunk is held in one tile.
+void expect_held_chunks_against_reference(std::initializer_list<HeldCase> cases, uint64_t waves) {
+    for (const HeldCase& c : cases) {
+        const Problem p = backward_problem(c.rows, c.cols, c.dtype, c.log);
+        const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p));
+        const std::string what = describe(p, {}) + " (" + path_name(o.plan.path) + ", " +
+                                 std::to_string(o.plan.groups) + " workgroups, " +
+                                 std::to_string(o.plan.push.chunks) + " chunks of " + std::to_string(o.plan.push.chunk) + ")";
+        const uint32_t multiprocessors = Gpu::ctx().info().multiprocessors;
+        if (o.plan.path == Path::single_pass && multiprocessors != 0) {
+            EXPECT_LE(o.plan.groups, waves * multiprocessors)
+                << what << ": more than " << waves << " workgroups a multiprocessor";
+            EXPECT_LE(o.plan.push.chunk, 4 * o.plan.key[0].slots * o.plan.key[0].workgroup_size)
+                << what << ": a chunk not held in one tile";
+        }
+        EXPECT_TRUE(o.acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0)) << what << ": " << o.acc.describe();
+    }
+}
+
 }  // namespace
 
 // Every kind of dispatch (every_kind(), strided rows too), softmax and
@@ -158,29 +188,14 @@ TEST_F(BackwardTest, EveryKindAgainstTheReference) {
 // 16384, held_wave_batch()), with the plan's own path and geometry, against
 // the reference; elsewhere the same shapes on that device's plan.
 TEST_F(BackwardTest, ProblemsOfOneWave) {
-    struct Case {
-        uint64_t rows, cols;
-        Dtype dtype;
-        bool log;
-    };
-    for (const Case& c : {Case{8, 65536, Dtype::f32, false}, Case{16, 65536, Dtype::f16, true},
-                          Case{8, 50000, Dtype::bf16, false}, Case{12, 40000, Dtype::f16, false},
-                          Case{16, 100000, Dtype::f16, false}, Case{2, 524288, Dtype::f32, false},
-                          Case{3, 300000, Dtype::f32, true}, Case{7, 100000, Dtype::bf16, false},
-                          Case{2, 524288, Dtype::f16, false}, Case{3, 262144, Dtype::bf16, true},
-                          Case{16, 131072, Dtype::f16, false}, Case{32, 65536, Dtype::bf16, true}}) {
-        const Problem p = backward_problem(c.rows, c.cols, c.dtype, c.log);
-        const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p));
-        const std::string what = describe(p, {}) + " (" + path_name(o.plan.path) + ", " +
-                                 std::to_string(o.plan.push.chunks) + " chunks of " + std::to_string(o.plan.push.chunk) + ")";
-        const uint32_t multiprocessors = ctx().info().multiprocessors;
-        if (o.plan.path == Path::single_pass && multiprocessors != 0) {
-            EXPECT_LE(o.plan.groups, multiprocessors) << what << ": more workgroups than a wave";
-            EXPECT_LE(o.plan.push.chunk, 4 * o.plan.key[0].slots * o.plan.key[0].workgroup_size)
-                << what << ": a chunk not held in one tile";
-        }
-        EXPECT_TRUE(o.acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0)) << what << ": " << o.acc.describe();
-    }
+    expect_held_chunks_against_reference(
+        {HeldCase{8, 65536, Dtype::f32, false}, HeldCase{16, 65536, Dtype::f16, true},
+         HeldCase{8, 50000, Dtype::bf16, false}, HeldCase{12, 40000, Dtype::f16, false},
+         HeldCase{16, 100000, Dtype::f16, false}, HeldCase{2, 524288, Dtype::f32, false},
+         HeldCase{3, 300000, Dtype::f32, true}, HeldCase{7, 100000, Dtype::bf16, false},
+         HeldCase{2, 524288, Dtype::f16, false}, HeldCase{3, 262144, Dtype::bf16, true},
+         HeldCase{16, 131072, Dtype::f16, false}, HeldCase{32, 65536, Dtype::bf16, true}},
+        1);
 }
 
 // Batches of rows a workgroup row holds, from 16384 elements and over 32
@@ -190,26 +205,10 @@ TEST_F(BackwardTest, ProblemsOfOneWave) {
 // plan's own path and geometry, against the reference (one row length not
 // a multiple of 4); elsewhere the same shapes on that device's plan.
 TEST_F(BackwardTest, BatchesOfWorkgroupRowsInHeldChunks) {
-    struct Case {
-        uint64_t rows, cols;
-        Dtype dtype;
-        bool log;
-    };
-    for (const Case& c : {Case{40, 20480, Dtype::f32, false}, Case{64, 32000, Dtype::f16, false},
-                          Case{48, 24577, Dtype::bf16, true}}) {
-        const Problem p = backward_problem(c.rows, c.cols, c.dtype, c.log);
-        const BackwardOutcome o = run_backward_and_compare(p, random_inputs(p));
-        const std::string what = describe(p, {}) + " (" + path_name(o.plan.path) + ", " +
-                                 std::to_string(o.plan.groups) + " workgroups, chunks of " +
-                                 std::to_string(o.plan.push.chunk) + ")";
-        const uint32_t multiprocessors = ctx().info().multiprocessors;
-        if (o.plan.path == Path::single_pass && multiprocessors != 0) {
-            EXPECT_LE(o.plan.groups, 2ull * multiprocessors) << what << ": more than two workgroups a multiprocessor";
-            EXPECT_LE(o.plan.push.chunk, 4 * o.plan.key[0].slots * o.plan.key[0].workgroup_size)
-                << what << ": a chunk not held in one tile";
-        }
-        EXPECT_TRUE(o.acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0)) << what << ": " << o.acc.describe();
-    }
+    expect_held_chunks_against_reference({HeldCase{40, 20480, Dtype::f32, false},
+                                           HeldCase{64, 32000, Dtype::f16, false},
+                                           HeldCase{48, 24577, Dtype::bf16, true}},
+                                          2);
 }
 
 // The single-pass backward module gathers a row's sums as the forward one
