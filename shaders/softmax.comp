@@ -23,6 +23,26 @@
 
 #include "softmax_tiles.glsl"
 
+#ifdef SUBGROUP_MAX_BY_KEY
+// A single row held in the slots of a workgroup of at most 256 invocations
+// (the *_key modules serve single rows only): its statistic in one
+// exchange between subgroups (one_exchange_stat()), each lane's exps taken
+// against its own max and scaled to the row's at the write, as a held
+// single-pass chunk does, instead of the max's exchange and then the
+// sum's. Softmax only: log-softmax writes from x itself.
+const bool ROW_ONE_EXCHANGE = gl_WorkGroupSize.x <= 256u && !SUBGROUP_ROWS && !LOG;
+void write_row_one_exchange(Span row, uint lanes, uint lane) {
+    VksmStat s = lane_max_and_flags(0u, SLOTS);
+    float lane_max = s.m;
+    for (uint j = 0u; j < SLOTS; ++j) s.d = add_slot_exps(s.d, j, s.m, true);
+    s = one_exchange_stat(s);
+    // 0 where the lane holds no finite element (its exps are 0 then too).
+    float scale = vksm_scaled_exp(lane_max - s.m);
+    for (uint j = 0u; j < SLOTS; ++j) slots[j] *= scale;
+    write_tile(row, 0u, lanes, lane, s, true);
+}
+#endif
+
 // KIND_ROWS_PER_SLOT: rows r0 .. r0 + SLOTS - 1, row r0 + j in slot j (at the place a
 // row's first slot has), so that a subgroup has the loads of SLOTS rows in
 // flight before its first reduction, and their reductions interleave:
@@ -138,6 +158,14 @@ void main() MAIN_ATTRIBUTES {
             if (KIND == KIND_ROW_IN_REGISTERS && row.end <= tile) {
                 // KIND_ROW_IN_REGISTERS: read once, reduced, written once.
                 load_tile(row, 0u, lanes, lane);
+#ifdef SUBGROUP_MAX_BY_KEY
+                if (ROW_ONE_EXCHANGE) {
+                    write_row_one_exchange(row, lanes, lane);
+                    // The next row's exchange writes the arrays this one read.
+                    if (i + step < pc.rows) barrier();
+                    continue;
+                }
+#endif
                 VksmStat s = lane_max_and_flags(0u, SLOTS);
                 float m = s.m;
                 uint f = s.f;

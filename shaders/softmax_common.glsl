@@ -411,6 +411,33 @@ float group_add(float v) {
     for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) r += red_f[i];
     return subgroupAdd(r);
 }
+// The workgroup's statistic in one exchange between subgroups: each
+// subgroup merges its lanes' (m, d, flags), then every invocation merges
+// the subgroups' in the same order (so every one gets the same bits):
+// their max first, then one exp per subgroup, where vksm_stat_merge() in
+// a loop would take two. group_stat() takes the max across subgroups,
+// then the rescaled sum: two exchanges behind a barrier each, about 2200
+// of the 3200 cycles a held single-pass chunk's statistic took on an H200
+// with its data in L1 (bench/NOTES.md, v65). The caller puts a barrier
+// between its reads of the arrays and their next write.
+VksmStat one_exchange_stat(VksmStat s) {
+    VksmStat sub = vksm_subgroup_stat(s);
+    if (subgroupElect()) {
+        red_m[gl_SubgroupID] = sub.m;
+        red_f[gl_SubgroupID] = sub.d;
+        red_u[gl_SubgroupID] = sub.f;
+    }
+    barrier();
+    float m = -VKSM_FLT_MAX;
+    uint f = 0u;
+    for (uint i = 0u; i < gl_NumSubgroups; ++i) {
+        m = max(m, red_m[i]);
+        f |= red_u[i];
+    }
+    float d = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; ++i) d += red_f[i] * vksm_scaled_exp(red_m[i] - m);
+    return VksmStat(m, d, f);
+}
 #ifdef USE_SHUFFLE
 // The reductions of one row held by a cluster of ROW_LANES lanes
 // (KIND_ROWS_PER_SLOT): butterflies of subgroupShuffleXor, which leave the

@@ -112,35 +112,10 @@ void write_chunk(Span chunk, uint begin, uint tile, uint lanes, uint lane, VksmS
 // (tests/TOLERANCES.md).
 float held_exp_max;
 #ifdef USE_SUBGROUP
-// A held chunk's statistic in one exchange between subgroups: each
-// subgroup merges its lanes' (m, d, flags), then every invocation merges
-// the subgroups' in the same order (so every one gets the same bits):
-// their max first, then one exp per subgroup, where vksm_stat_merge() in
-// a loop would take two.
-// group_stat() takes the max across subgroups, then the rescaled sum: two
-// exchanges behind a barrier each, about 2200 of the 3200 cycles a held
-// chunk's statistic took on an H200 with its data in L1 (bench/NOTES.md,
-// v65). The arrays' next writer (a later item's statistic, or
-// publish_missing()'s) comes after the polling rounds' barriers, which
-// every invocation passes after reading them.
-VksmStat held_group_stat(VksmStat s) {
-    VksmStat sub = vksm_subgroup_stat(s);
-    if (subgroupElect()) {
-        red_m[gl_SubgroupID] = sub.m;
-        red_f[gl_SubgroupID] = sub.d;
-        red_u[gl_SubgroupID] = sub.f;
-    }
-    barrier();
-    float m = -VKSM_FLT_MAX;
-    uint f = 0u;
-    for (uint i = 0u; i < gl_NumSubgroups; ++i) {
-        m = max(m, red_m[i]);
-        f |= red_u[i];
-    }
-    float d = 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; ++i) d += red_f[i] * vksm_scaled_exp(red_m[i] - m);
-    return VksmStat(m, d, f);
-}
+// A held chunk's statistic in one exchange between subgroups
+// (one_exchange_stat()). The arrays' next writer (a later item's
+// statistic, or publish_missing()'s) comes after the polling rounds'
+// barriers, which every invocation passes after reading them.
 // Where it pays: workgroups of 256 invocations took 0.1-0.35 us less per
 // call (single rows, 8x131072); workgroups of 512 (16x131072, chunks of
 // 16384) 0.4 us more, whether every invocation or one subgroup took the
@@ -154,7 +129,7 @@ VksmStat chunk_stat(Span chunk, uint begin, uint tile, uint lanes, uint lane) {
     for (uint j = 0u; j < SLOTS; ++j) s.d = add_slot_exps(s.d, j, s.m, true);
     held_exp_max = s.m;
 #ifdef USE_SUBGROUP
-    return ONE_EXCHANGE ? held_group_stat(s) : group_stat(s);
+    return ONE_EXCHANGE ? one_exchange_stat(s) : group_stat(s);
 #else
     return group_stat(s);
 #endif

@@ -811,6 +811,18 @@ TEST_F(Gpu, MoreRowsThanMaxWorkgroupCount) {
     Outcome out = run_and_compare(p, x, o);
     EXPECT_EQ(out.plan.groups, max_groups) << "dispatch should be capped and the rows grid-strided";
     EXPECT_TRUE(out.acc.within(1e-5, 0.0)) << out.acc.describe();
+    // A workgroup of at most 256 invocations holding its rows on integer
+    // keys takes each row's statistic in one exchange between subgroups;
+    // its shared arrays are written again by the workgroup's next row.
+    if (!ctx().info().subgroup_arithmetic()) return;
+    o.reduction = Reduction::subgroup;
+    o.subgroup_max = SubgroupMax::integer_keys;
+    o.workgroup_size = 64;
+    out = run_and_compare(p, x, o);
+    ASSERT_TRUE(out.plan.key[0].subgroup_max_by_key) << out.plan.key[0].id();
+    ASSERT_EQ(out.plan.key[0].kind, ShaderKind::row_in_registers) << out.plan.key[0].id();
+    EXPECT_EQ(out.plan.groups, max_groups) << "dispatch should be capped and the rows grid-strided";
+    EXPECT_TRUE(out.acc.within(1e-5, 0.0)) << "one exchange a row, workgroups of 64, grid-strided: " << out.acc.describe();
 }
 
 TEST_F(Gpu, RowOf16MElements) {
