@@ -23,19 +23,29 @@
 
 #include "softmax_tiles.glsl"
 
-#ifdef SUBGROUP_MAX_BY_KEY
-// A single row held in the slots of a workgroup of at most 256 invocations
-// (the *_key modules serve single rows only): its statistic in one
-// exchange between subgroups (one_exchange_stat()), each lane's exps taken
-// against its own max and scaled to the row's at the write, as a held
-// single-pass chunk does, instead of the max's exchange and then the
-// sum's. Softmax only: log-softmax writes from x itself.
-const bool ROW_ONE_EXCHANGE = gl_WorkGroupSize.x <= 256u && !SUBGROUP_ROWS && !LOG;
-void write_row_one_exchange(Span row, uint lanes, uint lane) {
+#ifdef USE_SUBGROUP
+// A row held in the slots of a workgroup of at most 256 invocations: its
+// statistic in one exchange between subgroups (one_exchange_stat()), each
+// lane's exps taken against its own max and scaled to the row's at the
+// write, as a held single-pass chunk does, instead of the max's exchange
+// and then the sum's. Softmax only: log-softmax writes from x itself.
+// Not with 16-bit odd rows' whole-window loads: every output of those
+// rows (f16 and bf16 rows of 4095 and 4097 at 128 x 9 slots) came out
+// NaN on NVIDIA 580.159.04 with this form in the float-max modules,
+// though the same rows passed in the integer-key modules and on lavapipe
+// (bench/NOTES.md, v73).
+const bool ROW_IN_ONE_EXCHANGE = gl_WorkGroupSize.x <= 256u && !SUBGROUP_ROWS && !LOG;
+bool row_one_exchange() {
+#ifdef VKSM_WHOLE_WINDOW_LOADS
+    if (whole_window_loads()) return false;
+#endif
+    return ROW_IN_ONE_EXCHANGE;
+}
+void write_row_one_exchange(uint r, Span row, uint lanes, uint lane) {
     VksmStat s = lane_max_and_flags(0u, SLOTS);
     float lane_max = s.m;
     for (uint j = 0u; j < SLOTS; ++j) s.d = add_slot_exps(s.d, j, s.m, true);
-    s = one_exchange_stat(s);
+    s = FINISH_ROW(r, one_exchange_stat(s), lane == 0u);
     // 0 where the lane holds no finite element (its exps are 0 then too).
     float scale = vksm_scaled_exp(lane_max - s.m);
     for (uint j = 0u; j < SLOTS; ++j) slots[j] *= scale;
@@ -158,9 +168,9 @@ void main() MAIN_ATTRIBUTES {
             if (KIND == KIND_ROW_IN_REGISTERS && row.end <= tile) {
                 // KIND_ROW_IN_REGISTERS: read once, reduced, written once.
                 load_tile(row, 0u, lanes, lane);
-#ifdef SUBGROUP_MAX_BY_KEY
-                if (ROW_ONE_EXCHANGE) {
-                    write_row_one_exchange(row, lanes, lane);
+#ifdef USE_SUBGROUP
+                if (row_one_exchange()) {
+                    write_row_one_exchange(r, row, lanes, lane);
                     // The next row's exchange writes the arrays this one read.
                     if (i + step < pc.rows) barrier();
                     continue;

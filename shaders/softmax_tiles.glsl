@@ -103,6 +103,10 @@ bool whole_vector(Span row, uint i) { return !ODD_ROWS || (i >= row.first && i +
 // outside the row has no mask element to read.
 #define VKSM_WHOLE_WINDOW_LOADS
 const bool WHOLE_WINDOW_LOADS = ODD_ROWS && VEC == 4u && (SLOTS > 8u || (SLOTS == 8u && !SUBGROUP_ROWS));
+// Read through this function wherever it is read: glslang 12 emits the
+// constant's specialization operation in the first function body that
+// reads it, so that another function's read fails spirv-val.
+bool whole_window_loads() { return WHOLE_WINDOW_LOADS; }
 
 // The 8-byte vectors binding 0 holds whole: it holds the tensor's rows x
 // axis elements (ODD_ROWS rows are contiguous), so the tensor's last
@@ -147,7 +151,7 @@ vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane SOURCE_P
 // nothing.
 void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
 #ifdef VKSM_WHOLE_WINDOW_LOADS
-    if (WHOLE_WINDOW_LOADS) {
+    if (whole_window_loads()) {
         load_whole_windows(row, tile_begin, lanes, lane);
         return;
     }
