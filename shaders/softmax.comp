@@ -28,13 +28,13 @@
 // statistic in one exchange between subgroups (one_exchange_stat()), each
 // lane's exps taken against its own max and scaled to the row's at the
 // write, as a held single-pass chunk does, instead of the max's exchange
-// and then the sum's. Softmax only: log-softmax writes from x itself.
+// and then the sum's. Log-softmax keeps x in the slots and writes from it.
 // Not with 16-bit odd rows' whole-window loads: every output of those
 // rows (f16 and bf16 rows of 4095 and 4097 at 128 x 9 slots) came out
 // NaN on NVIDIA 580.159.04 with this form in the float-max modules,
 // though the same rows passed in the integer-key modules and on lavapipe
 // (bench/NOTES.md, v73).
-const bool ROW_IN_ONE_EXCHANGE = gl_WorkGroupSize.x <= 256u && !SUBGROUP_ROWS && !LOG;
+const bool ROW_IN_ONE_EXCHANGE = gl_WorkGroupSize.x <= 256u && !SUBGROUP_ROWS;
 bool row_one_exchange() {
 #ifdef VKSM_WHOLE_WINDOW_LOADS
     if (whole_window_loads()) return false;
@@ -44,12 +44,14 @@ bool row_one_exchange() {
 void write_row_one_exchange(uint r, Span row, uint lanes, uint lane) {
     VksmStat s = lane_max_and_flags(0u, SLOTS);
     float lane_max = s.m;
-    for (uint j = 0u; j < SLOTS; ++j) s.d = add_slot_exps(s.d, j, s.m, true);
+    for (uint j = 0u; j < SLOTS; ++j) s.d = add_slot_exps(s.d, j, s.m, !LOG);
     s = FINISH_ROW(r, one_exchange_stat(s), lane == 0u);
-    // 0 where the lane holds no finite element (its exps are 0 then too).
-    float scale = vksm_scaled_exp(lane_max - s.m);
-    for (uint j = 0u; j < SLOTS; ++j) slots[j] *= scale;
-    write_tile(row, 0u, lanes, lane, s, true);
+    if (!LOG) {
+        // 0 where the lane holds no finite element (its exps are 0 then too).
+        float scale = vksm_scaled_exp(lane_max - s.m);
+        for (uint j = 0u; j < SLOTS; ++j) slots[j] *= scale;
+    }
+    write_tile(row, 0u, lanes, lane, s, !LOG);
 }
 #endif
 

@@ -363,7 +363,8 @@ bool row_bad(uint flags, float sum) {
 
 // ---- group reductions: over a subgroup (SUBGROUP_ROWS) or the workgroup ----
 // A row takes two: the max with the flags' OR (exchanged together), then
-// the sum.
+// the sum; one_exchange_stat() takes both in one exchange, from each
+// invocation's (m, d, flags).
 #ifdef USE_SUBGROUP
 // One slot per subgroup; sized for subgroups of one invocation, because the
 // subgroup size a driver reports is not always the one shaders get. Each
