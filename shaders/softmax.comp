@@ -34,6 +34,12 @@
 // NaN on NVIDIA 580.159.04 with this form in the float-max modules,
 // though the same rows passed in the integer-key modules and on lavapipe
 // (bench/NOTES.md, v73).
+// The steps are those of softmax_single_pass.comp's chunk_stat() and
+// write_held_chunk(), written out in each: one pair of helpers in
+// softmax_tiles.glsl for both (two orders of their statements tried) made
+// f16 batches of held single-pass chunks 0.25-0.35 us slower on NVIDIA
+// 580.159.04 (8x131072 5.72 -> 6.00 us, 16x100000 6.56 -> 6.85) with the
+// rows' times level (bench/NOTES.md, v74).
 const bool ROW_IN_ONE_EXCHANGE = gl_WorkGroupSize.x <= 256u && !SUBGROUP_ROWS;
 bool row_one_exchange() {
 #ifdef VKSM_WHOLE_WINDOW_LOADS
