@@ -525,6 +525,52 @@ ShaderKind shader_kind(Path path, uint32_t pass, bool slot_rows, bool long_rows)
     return long_rows ? ShaderKind::row_in_tiles : ShaderKind::row_in_registers;
 }
 
+// The plan's dispatches: passes, workgroups, the workspace (the chunked
+// paths' partials, a slice per range; 0 otherwise) and the push constants
+// of one range.
+void plan_dispatch(const DeviceInfo& d, const Shape& range, Path path, const Geometry& g, float inv_t, Plan& plan) {
+    plan.passes = path == Path::split ? 2 : 1;
+    plan.rows_per_workgroup = g.rows_per_workgroup;
+    plan.range_workspace_bytes =
+        plan.ranges > 1 ? div_up(g.workspace_bytes, range_alignment(d)) * range_alignment(d) : g.workspace_bytes;
+    plan.workspace_bytes = plan.range_workspace_bytes * plan.ranges;
+    plan.workspace_zeroed = path == Path::single_pass;
+    plan.groups = static_cast<uint32_t>(std::min<uint64_t>(g.items, d.max_workgroup_count[0]));
+    plan.push = PushConstants{static_cast<uint32_t>(range.rows()), static_cast<uint32_t>(range.axis),
+                              static_cast<uint32_t>(range.inner), g.chunks, g.chunk, inv_t, {}};
+}
+
+// The pipeline key that every pass shares (each pass then sets its kind):
+// the geometry's fields, the attention options' (a backward problem's
+// sinks'), how non-finite rows and subgroup maxima are found, the row
+// order and the access width. Sets the plan's attention fields.
+PipelineKey plan_key(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, Path path,
+                     const Geometry& g, const Limits& l, bool slot_rows, float inv_t, Plan& plan) {
+    PipelineKey key = geometry_key(d, problem, path, g, l, options);
+    // The forward's attention layout, checked once (Error(invalid_argument)
+    // for options that do not fit the shape); a backward problem's is its
+    // sinks' alone.
+    AttentionLayout layout;
+    if (problem.backward) {
+        plan_sink_gradient(d, problem, plan, key);
+    } else {
+        layout = attention_layout(problem);
+        plan_attention(d, problem, layout, inv_t, plan, key);
+    }
+    key.backward = problem.backward;
+    key.nonfinite_by_sum = !problem.backward && !key.accurate && nonfinite_rule(d, options.nonfinite).by_sum;
+    key.subgroup_max_by_key = (path == Path::single_pass || path == Path::workgroup_row) && key.subgroup &&
+                              !problem.backward && !key.attention &&
+                              subgroup_max_rule(d, problem.shape.rows(), options.subgroup_max).by_key;
+    plan_row_order(problem, layout, path, options, plan, key);
+    // Attention modules never guard: they take T = 1, or their scale as T
+    // only where it is 1 or more for log-softmax (the temperature joins the
+    // scale).
+    key.log_overflow_guard = problem.log && !problem.backward && !key.attention && inv_t < 1.0f;
+    plan_access(problem, path, g, l, slot_rows, key);
+    return key;
+}
+
 }  // namespace
 
 Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOptions& options) {
@@ -557,39 +603,8 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     apply_overrides(g, range, options, l, path, slot_rows);
 
     plan.path = path;
-    plan.passes = path == Path::split ? 2 : 1;
-    plan.rows_per_workgroup = g.rows_per_workgroup;
-    // The chunked paths' partials, a slice per range; 0 otherwise.
-    plan.range_workspace_bytes =
-        plan.ranges > 1 ? div_up(g.workspace_bytes, range_alignment(d)) * range_alignment(d) : g.workspace_bytes;
-    plan.workspace_bytes = plan.range_workspace_bytes * plan.ranges;
-    plan.workspace_zeroed = path == Path::single_pass;
-    plan.groups = static_cast<uint32_t>(std::min<uint64_t>(g.items, d.max_workgroup_count[0]));
-    plan.push = PushConstants{static_cast<uint32_t>(range.shape.rows()), static_cast<uint32_t>(shape.axis),
-                              static_cast<uint32_t>(shape.inner), g.chunks, g.chunk, inv_t, {}};
-
-    PipelineKey key = geometry_key(d, problem, path, g, l, options);
-    // The forward's attention layout, checked once (Error(invalid_argument)
-    // for options that do not fit the shape); a backward problem's is its
-    // sinks' alone.
-    AttentionLayout layout;
-    if (problem.backward) {
-        plan_sink_gradient(d, problem, plan, key);
-    } else {
-        layout = attention_layout(problem);
-        plan_attention(d, problem, layout, inv_t, plan, key);
-    }
-    key.backward = problem.backward;
-    key.nonfinite_by_sum = !problem.backward && !key.accurate && nonfinite_rule(d, options.nonfinite).by_sum;
-    key.subgroup_max_by_key = (path == Path::single_pass || path == Path::workgroup_row) && key.subgroup &&
-                              !problem.backward && !key.attention &&
-                              subgroup_max_rule(d, problem.shape.rows(), options.subgroup_max).by_key;
-    plan_row_order(problem, layout, path, options, plan, key);
-    // Attention modules never guard: they take T = 1, or their scale as T
-    // only where it is 1 or more for log-softmax (the temperature joins the
-    // scale).
-    key.log_overflow_guard = problem.log && !problem.backward && !key.attention && inv_t < 1.0f;
-    plan_access(problem, path, g, l, slot_rows, key);
+    plan_dispatch(d, range.shape, path, g, inv_t, plan);
+    const PipelineKey key = plan_key(d, problem, options, path, g, l, slot_rows, inv_t, plan);
     for (uint32_t p = 0; p < plan.passes; ++p) {
         plan.key[p] = key;
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows(problem, path, g, l, slot_rows));
