@@ -186,6 +186,35 @@ void attend8(RowAttention a, uint col, inout vec4 lo, inout vec4 hi) {
     hi = attend4(a, col + 4u, hi);
 }
 
+// The same two forms with the mask elements' bits already loaded (w, from
+// load_mask4() or load_mask8(); unread where the vector form does not
+// apply, and each column reads its own), for tiles that load every vector
+// before any takes its logits (load_attention_tile(), softmax_tiles.glsl).
+bool mask4_whole(RowAttention a, uint col) {
+    return MASK != MASK_NONE && VEC >= 4u && !ODD_ROWS && (!CAUSAL || col + 3u < a.visible);
+}
+uvec4 load_mask4(RowAttention a, uint col) {
+    uint e = a.mask_base + col;
+    if (MASK == MASK_F32) return floatBitsToUint(mask_f32x4[e >> 2]);
+    return uvec4(mask_f16x4[e >> 2], 0u, 0u);
+}
+vec4 attend4_loaded(RowAttention a, uint col, vec4 v, uvec4 w) {
+    if (!mask4_whole(a, col)) return attend4(a, col, v);
+    return v * pc.scale + slope_times(a, MASK == MASK_F32 ? uintBitsToFloat(w) : vec4(mask_pair(w.x), mask_pair(w.y)));
+}
+bool mask8_whole(RowAttention a, uint col) {
+    return (MASK == MASK_F16 || MASK == MASK_BF16) && !ODD_ROWS && (!CAUSAL || col + 7u < a.visible);
+}
+uvec4 load_mask8(RowAttention a, uint col) { return mask_f16x8[(a.mask_base + col) >> 3]; }
+void attend8_loaded(RowAttention a, uint col, uvec4 w, inout vec4 lo, inout vec4 hi) {
+    if (!mask8_whole(a, col)) {
+        attend8(a, col, lo, hi);
+        return;
+    }
+    lo = lo * pc.scale + slope_times(a, vec4(mask_pair(w.x), mask_pair(w.y)));
+    hi = hi * pc.scale + slope_times(a, vec4(mask_pair(w.z), mask_pair(w.w)));
+}
+
 // The sink of row r's head as a statistic: a finite sink is one element of
 // the normaliser, -inf none, a NaN or +inf poisons the row (as an element
 // would).

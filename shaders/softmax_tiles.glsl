@@ -146,6 +146,59 @@ vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane SOURCE_P
     return o;
 }
 
+#ifdef ATTENTION
+// The tile at tile_begin of a masked attention span of whole vectors:
+// every vector of x and of its mask elements is loaded before any takes
+// its logits, and behind no branch (a vector past the span's loads reads
+// the span's first instead, and its elements read as MISSING). With a
+// vector's loads and logits in a branch of its own, NVIDIA's compiler
+// (580.159.04) issues each vector's loads only once the vector before has
+// used its own, one memory latency after another. H200, us, in a branch
+// each -> loaded first (bench/NOTES.md, v76): masked fp32 (1, 32, 2048,
+// 2048) 282.5 -> 267.6, (8, 32, 512, 512) 135.0 -> 131.9; f16 (1, 1, 8192,
+// 8192) at 16 slots 131.3 -> 117.0, bf16 134.5 -> 121.7. Where it was
+// slower, the branches stay: 16-bit rows of up to 8 slots ((8, 32, 512,
+// 512) f16 72.3 -> 80.2, bf16 74.9 -> 80.8; rows of 2048 level) and rows
+// without a mask (causal f16 (1, 32, 2048, 2048) 114.4 -> 142.4, its hidden
+// vectors loaded too). Loaded first, a 16-bit mask row of 2048 still takes
+// 164 us against 129 unmasked.
+#ifdef STORAGE_16BIT
+const bool ATTENTION_LOADS_FIRST = (MASK == MASK_F16 || MASK == MASK_BF16) && !ODD_ROWS && VEC == 8u && SLOTS > 8u;
+#else
+const bool ATTENTION_LOADS_FIRST = MASK != MASK_NONE && !ODD_ROWS && VEC == 4u;
+#endif
+// Read through this function (glslang 12 emits a specialization constant's
+// operation in the first function body that reads it).
+bool attention_loads_first() { return ATTENTION_LOADS_FIRST; }
+void load_attention_tile(Span row, uint tile_begin, uint lanes, uint lane) {
+    const uint step = VEC / 4u;  // the slots one vector fills
+    uvec4 mask_bits[SLOTS];
+    [[unroll]] for (uint j = 0u; j + step <= SLOTS; j += step) {
+        uint i = tile_begin + VEC * ((j / step) * lanes + lane);
+        bool loaded = i < LOAD_END(row);
+        uint at = loaded ? i : row.first;
+        vec4 a, b;
+        if (VEC == 8u) {
+            LOAD8((row.base + at) >> 3, a, b);
+            if (MASK == MASK_F16 || MASK == MASK_BF16) mask_bits[j] = load_mask8(row.attn, at - row.first);
+        } else {
+            a = LOAD4((row.base + at) >> 2);
+            if (MASK != MASK_NONE) mask_bits[j] = load_mask4(row.attn, at - row.first);
+        }
+        slots[j] = loaded ? a : vec4(MISSING);
+        if (VEC == 8u) slots[j + 1u] = loaded ? b : vec4(MISSING);
+    }
+    [[unroll]] for (uint j = 0u; j + step <= SLOTS; j += step) {
+        uint i = tile_begin + VEC * ((j / step) * lanes + lane);
+        if (i >= LOAD_END(row)) continue;
+        if (VEC == 8u)
+            attend8_loaded(row.attn, i - row.first, mask_bits[j], slots[j], slots[j + 1u]);
+        else
+            slots[j] = attend4_loaded(row.attn, i - row.first, slots[j], mask_bits[j]);
+    }
+}
+#endif
+
 // Loads the tile at tile_begin of the span into the slots; missing
 // elements read as -inf, which every later step treats as contributing
 // nothing.
@@ -153,6 +206,12 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
 #ifdef VKSM_WHOLE_WINDOW_LOADS
     if (whole_window_loads()) {
         load_whole_windows(row, tile_begin, lanes, lane);
+        return;
+    }
+#endif
+#ifdef ATTENTION
+    if (attention_loads_first()) {
+        load_attention_tile(row, tile_begin, lanes, lane);
         return;
     }
 #endif
