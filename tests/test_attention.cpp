@@ -451,6 +451,38 @@ TEST_F(AttentionTest, RowMaskedEntirely) {
             }
 }
 
+// Masked 16-bit tiles at more than 8 slots, which load every vector, x's
+// and the mask's, before any takes its logits (fp32 rows do so at any slot
+// count: AttentionOptionsOnEveryPath's rows of 256): workgroup rows of 32 x
+// 10 slots over f16 rows of 1280 under a causal mask from column 601 of
+// query row 0 (vectors wholly visible, one partly, the rest hidden and
+// never read) and bf16 rows of 2560 (two tiles), each with a mask of its
+// type broadcast over the heads.
+TEST_F(AttentionTest, MaskedTilesLoadedFirst) {
+    struct Case { Dtype dtype; uint64_t n; bool causal; };
+    for (const Case& c : {Case{Dtype::f16, 1280, true}, Case{Dtype::bf16, 2560, false}}) {
+        Problem p = attention_problem(1, 2, 3, c.n, c.dtype);
+        p.scale = 1.0 / std::sqrt(128.0);
+        Attention& a = p.attention;
+        a.mask = true;
+        a.mask_dtype = c.dtype;
+        a.mask_heads = 1;
+        a.causal = c.causal;
+        a.causal_offset = 600;
+        PlanOptions opts;
+        opts.path = Path::workgroup_row;
+        opts.workgroup_size = 32;
+        opts.slots = 10;
+        const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+        const std::vector<float> mask = random_mask(3, c.n, fresh_seed());
+        const AttentionOutcome o = run_attention(p, x, mask, {}, opts);
+        const std::string what = describe_options(p) + " at 32 x 10";
+        ASSERT_EQ(o.plan.key[0].slots, 10u) << what << ": slots";
+        ASSERT_EQ(o.plan.key[0].vec, 8u) << what << ": access width";
+        expect_within_bound(p, o, what);
+    }
+}
+
 // Rows long enough for the split path's chunks and for tiles: causal with
 // a mask and sinks over 3 rows of 70000.
 TEST_F(AttentionTest, AttentionOnLongRows) {
