@@ -69,13 +69,6 @@ float mask_value(uint e) {
     return mask_pair((e & 1u) != 0u ? w >> 16 : w).x;
 }
 
-// Elements e .. e + 3 of the mask, e a multiple of 4.
-vec4 mask_value4(uint e) {
-    if (MASK == MASK_F32) return mask_f32x4[e >> 2];
-    uvec2 w = mask_f16x4[e >> 2];
-    return vec4(mask_pair(w.x), mask_pair(w.y));
-}
-
 // floor(n / d) for a divisor d given as the magic number and shifts the
 // host computed (divisor_for() in the engine's divisor.hpp, exact for every
 // 32-bit n): a multiply-high and three steps, where dividing by a push
@@ -162,34 +155,15 @@ float attend(RowAttention a, uint col, float x) {
     float z = SCALE_IN_EXP ? x : x * pc.scale;
     return MASK != MASK_NONE ? z + slope_times(a, mask_value(a.mask_base + col)) : z;
 }
-// The same for columns col .. col + 3. Rows of whole vectors (VEC 4 or 8,
-// not ODD_ROWS) have rows a multiple of 4 long and col a multiple of 4, so
+// The same for columns col .. col + 3 with the mask's bits w (from
+// load_mask4(); unread where the vector form does not apply, and each
+// column then reads its own). Rows of whole vectors (VEC 4 or 8, not
+// ODD_ROWS) have rows a multiple of 4 long and col a multiple of 4, so
 // their mask elements come as one vector access: read element by element,
 // the fp16 mask cost 2x the time of the softmax itself (H200, (8,32,512,512)).
-vec4 attend4(RowAttention a, uint col, vec4 v) {
-    if (MASK != MASK_NONE && VEC >= 4u && !ODD_ROWS && (!CAUSAL || col + 3u < a.visible))
-        return v * pc.scale + slope_times(a, mask_value4(a.mask_base + col));
-    for (uint c = 0u; c < 4u; ++c) v[c] = attend(a, col + c, v[c]);
-    return v;
-}
-
-// Columns col .. col + 7 (col a multiple of 8: VEC 8 rows) into lo and hi:
-// a 16-bit mask in one 16-byte access, as wide as the row's own.
-void attend8(RowAttention a, uint col, inout vec4 lo, inout vec4 hi) {
-    if ((MASK == MASK_F16 || MASK == MASK_BF16) && !ODD_ROWS && (!CAUSAL || col + 7u < a.visible)) {
-        uvec4 w = mask_f16x8[(a.mask_base + col) >> 3];
-        lo = lo * pc.scale + slope_times(a, vec4(mask_pair(w.x), mask_pair(w.y)));
-        hi = hi * pc.scale + slope_times(a, vec4(mask_pair(w.z), mask_pair(w.w)));
-        return;
-    }
-    lo = attend4(a, col, lo);
-    hi = attend4(a, col + 4u, hi);
-}
-
-// The same two forms with the mask elements' bits already loaded (w, from
-// load_mask4() or load_mask8(); unread where the vector form does not
-// apply, and each column reads its own), for tiles that load every vector
-// before any takes its logits (load_attention_tile(), softmax_tiles.glsl).
+// Tiles that load every vector before any takes its logits
+// (load_attention_tile(), softmax_tiles.glsl) pass the bits they loaded;
+// attend4() loads them itself.
 bool mask4_whole(RowAttention a, uint col) {
     return MASK != MASK_NONE && VEC >= 4u && !ODD_ROWS && (!CAUSAL || col + 3u < a.visible);
 }
@@ -199,20 +173,33 @@ uvec4 load_mask4(RowAttention a, uint col) {
     return uvec4(mask_f16x4[e >> 2], 0u, 0u);
 }
 vec4 attend4_loaded(RowAttention a, uint col, vec4 v, uvec4 w) {
-    if (!mask4_whole(a, col)) return attend4(a, col, v);
-    return v * pc.scale + slope_times(a, MASK == MASK_F32 ? uintBitsToFloat(w) : vec4(mask_pair(w.x), mask_pair(w.y)));
+    if (mask4_whole(a, col))
+        return v * pc.scale + slope_times(a, MASK == MASK_F32 ? uintBitsToFloat(w) : vec4(mask_pair(w.x), mask_pair(w.y)));
+    for (uint c = 0u; c < 4u; ++c) v[c] = attend(a, col + c, v[c]);
+    return v;
 }
+vec4 attend4(RowAttention a, uint col, vec4 v) {
+    return attend4_loaded(a, col, v, mask4_whole(a, col) ? load_mask4(a, col) : uvec4(0u));
+}
+
+// Columns col .. col + 7 (col a multiple of 8: VEC 8 rows) into lo and hi:
+// a 16-bit mask in one 16-byte access, as wide as the row's own. The same
+// two forms: with the bits loaded (load_mask8()), or loading them.
 bool mask8_whole(RowAttention a, uint col) {
     return (MASK == MASK_F16 || MASK == MASK_BF16) && !ODD_ROWS && (!CAUSAL || col + 7u < a.visible);
 }
 uvec4 load_mask8(RowAttention a, uint col) { return mask_f16x8[(a.mask_base + col) >> 3]; }
 void attend8_loaded(RowAttention a, uint col, uvec4 w, inout vec4 lo, inout vec4 hi) {
-    if (!mask8_whole(a, col)) {
-        attend8(a, col, lo, hi);
+    if (mask8_whole(a, col)) {
+        lo = lo * pc.scale + slope_times(a, vec4(mask_pair(w.x), mask_pair(w.y)));
+        hi = hi * pc.scale + slope_times(a, vec4(mask_pair(w.z), mask_pair(w.w)));
         return;
     }
-    lo = lo * pc.scale + slope_times(a, vec4(mask_pair(w.x), mask_pair(w.y)));
-    hi = hi * pc.scale + slope_times(a, vec4(mask_pair(w.z), mask_pair(w.w)));
+    lo = attend4(a, col, lo);
+    hi = attend4(a, col + 4u, hi);
+}
+void attend8(RowAttention a, uint col, inout vec4 lo, inout vec4 hi) {
+    attend8_loaded(a, col, mask8_whole(a, col) ? load_mask8(a, col) : uvec4(0u), lo, hi);
 }
 
 // The sink of row r's head as a statistic: a finite sink is one element of
