@@ -170,6 +170,20 @@ const bool ATTENTION_LOADS_FIRST = MASK != MASK_NONE && !ODD_ROWS && VEC == 4u;
 // Read through this function (glslang 12 emits a specialization constant's
 // operation in the first function body that reads it).
 bool attention_loads_first() { return ATTENTION_LOADS_FIRST; }
+// Causal 16-bit tiles (no mask buffer) of more than 4 slots load every
+// vector, each behind its branch as before, and take the logits in a loop
+// of their own after: the loads of one tile then issue together. H200,
+// causal, us (bench/NOTES.md, v77): f16 (1, 32, 2048, 2048) at 8 slots
+// 114.4 -> 109.2, bf16 121.8 -> 118.9, f16 (1, 1, 8192, 8192) at 16 slots
+// 74.3 -> 65.6; at 4 slots ((8, 32, 512, 512)) slower, f16 58.4 -> 61.3,
+// bf16 63.8 -> 67.4, so those keep their logits beside their loads, as do
+// subgroup rows and single-pass chunks (not timed in this form).
+#ifdef SINGLE_PASS
+const bool ATTENTION_LOGITS_AFTER = false;
+#else
+const bool ATTENTION_LOGITS_AFTER = CAUSAL && MASK == MASK_NONE && VEC == 8u && SLOTS > 4u && !SUBGROUP_ROWS;
+#endif
+bool attention_logits_after() { return ATTENTION_LOGITS_AFTER; }
 void load_attention_tile(Span row, uint tile_begin, uint lanes, uint lane) {
     const uint step = VEC / 4u;  // the slots one vector fills
     uvec4 mask_bits[SLOTS];
@@ -226,12 +240,20 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
             } else if (i < LOAD_END(row)) {
                 LOAD8((row.base + i) >> 3, a, b);
 #ifdef ATTENTION
-                attend8(row.attn, i - row.first, a, b);
+                if (!attention_logits_after()) attend8(row.attn, i - row.first, a, b);
 #endif
             }
             slots[j] = a;
             slots[j + 1u] = b;
         }
+#ifdef ATTENTION
+        if (attention_logits_after()) {
+            UNROLL_TILE_LOADS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+                uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
+                if (whole_vector(row, i) && i < LOAD_END(row)) attend8(row.attn, i - row.first, slots[j], slots[j + 1u]);
+            }
+        }
+#endif
     } else {
         for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(row, tile_begin, j, lanes, lane SOURCE_ARG);
     }

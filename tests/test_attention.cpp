@@ -483,6 +483,36 @@ TEST_F(AttentionTest, MaskedTilesLoadedFirst) {
     }
 }
 
+// Causal 16-bit workgroup rows of more than 4 slots without a mask buffer,
+// which load a tile's vectors first and take their logits in a loop after:
+// rows of 1280 at 32 x 8 slots (two tiles, the second in part) from column
+// 601 of query row 0 (vectors wholly visible, one partly, the rest hidden),
+// f16 softmax and bf16 log-softmax, scaled.
+TEST_F(AttentionTest, CausalTilesLogitsAfter) {
+    for (Dtype dtype : {Dtype::f16, Dtype::bf16}) {
+        Problem p = attention_problem(1, 2, 3, 1280, dtype);
+        p.scale = 1.0 / std::sqrt(128.0);
+        p.attention.causal = true;
+        p.attention.causal_offset = 600;
+        p.log = dtype == Dtype::bf16;
+        PlanOptions opts;
+        opts.path = Path::workgroup_row;
+        opts.workgroup_size = 32;
+        opts.slots = 8;
+        const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+        const AttentionOutcome o = run_attention(p, x, {}, {}, opts);
+        const std::string what = describe_options(p) + " at 32 x 8";
+        ASSERT_EQ(o.plan.key[0].slots, 8u) << what << ": slots";
+        ASSERT_EQ(o.plan.key[0].vec, 8u) << what << ": access width";
+        for (uint64_t row = 0; row < 6; ++row) {
+            const uint64_t visible = row % 3 + 601;
+            for (uint64_t j = visible; j < 1280; ++j)
+                ASSERT_EQ(o.got[row * 1280 + j], p.log ? -kInf : 0.0) << what << " row " << row << " column " << j << " is hidden";
+        }
+        expect_within_bound(p, o, what);
+    }
+}
+
 // Rows long enough for the split path's chunks and for tiles: causal with
 // a mask and sinks over 3 rows of 70000.
 TEST_F(AttentionTest, AttentionOnLongRows) {
