@@ -83,6 +83,11 @@ void store_part(Span row, uint i, vec4 v) {
 // span's (else its head or tail, or past its end).
 bool whole_vector(Span row, uint i) { return !ODD_ROWS || (i >= row.first && i + VEC <= row.end); }
 
+// Window index of the lane's vector `number` (VEC elements each) of the
+// tile at tile_begin: the lanes' vectors lie side by side, so that the
+// lanes' accesses to one vector number are contiguous.
+uint tile_vector(uint tile_begin, uint number, uint lanes, uint lane) { return tile_begin + VEC * (number * lanes + lane); }
+
 #if defined(STORAGE_16BIT) && !defined(ATTENTION) && !defined(BACKWARD) && !defined(SINGLE_PASS)
 // Forward 16-bit ODD_ROWS rows on the row paths, in 8-byte windows at more
 // than 8 slots (8 on workgroup rows), load every vector of a tile's window
@@ -118,13 +123,13 @@ uint whole_vectors() { return pc.rows * pc.axis / 4u; }
 // others are in flight, element by element.
 void load_whole_windows(Span row, uint tile_begin, uint lanes, uint lane) {
     for (uint j = 0u; j < SLOTS; ++j) {
-        uint i = tile_begin + 4u * (j * lanes + lane);
+        uint i = tile_vector(tile_begin, j, lanes, lane);
         vec4 v = i < row.end && (row.base + i) / 4u < whole_vectors() ? LOAD4((row.base + i) / 4u) : vec4(MISSING);
         for (uint c = 0u; c < 4u; ++c) v[c] = i + c >= row.first && i + c < row.end ? v[c] : MISSING;
         slots[j] = v;
     }
     for (uint j = 0u; j < SLOTS; ++j) {
-        uint i = tile_begin + 4u * (j * lanes + lane);
+        uint i = tile_vector(tile_begin, j, lanes, lane);
         if (i < row.end && (row.base + i) / 4u >= whole_vectors()) slots[j] = load_part(row, i);
     }
 }
@@ -134,7 +139,7 @@ void load_whole_windows(Span row, uint tile_begin, uint lanes, uint lane) {
 // elements read as -inf.
 vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane SOURCE_PARAM) {
     if (VEC == 4u) {
-        uint i = tile_begin + 4u * (j * lanes + lane);
+        uint i = tile_vector(tile_begin, j, lanes, lane);
         if (!whole_vector(row, i)) return load_part(row, i SOURCE_ARG);
         return i < LOAD_END(row) ? ATTEND4(row, i - row.first, LOAD4((row.base + i) >> 2)) : vec4(MISSING);
     }
@@ -188,7 +193,7 @@ void load_attention_tile(Span row, uint tile_begin, uint lanes, uint lane) {
     const uint step = VEC / 4u;  // the slots one vector fills
     uvec4 mask_bits[SLOTS];
     [[unroll]] for (uint j = 0u; j + step <= SLOTS; j += step) {
-        uint i = tile_begin + VEC * ((j / step) * lanes + lane);
+        uint i = tile_vector(tile_begin, j / step, lanes, lane);
         bool loaded = i < LOAD_END(row);
         uint at = loaded ? i : row.first;
         vec4 a, b;
@@ -203,7 +208,7 @@ void load_attention_tile(Span row, uint tile_begin, uint lanes, uint lane) {
         if (VEC == 8u) slots[j + 1u] = loaded ? b : vec4(MISSING);
     }
     [[unroll]] for (uint j = 0u; j + step <= SLOTS; j += step) {
-        uint i = tile_begin + VEC * ((j / step) * lanes + lane);
+        uint i = tile_vector(tile_begin, j / step, lanes, lane);
         if (i >= LOAD_END(row)) continue;
         if (VEC == 8u)
             attend8_loaded(row.attn, i - row.first, mask_bits[j], slots[j], slots[j + 1u]);
@@ -232,7 +237,7 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
     if (VEC == 8u) {
         // One 16-byte access fills a pair of slots (the plan keeps SLOTS even).
         UNROLL_TILE_LOADS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
-            uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
+            uint i = tile_vector(tile_begin, j >> 1, lanes, lane);
             vec4 a = vec4(MISSING), b = vec4(MISSING);
             if (!whole_vector(row, i)) {
                 a = load_part(row, i SOURCE_ARG);
@@ -249,7 +254,7 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
 #ifdef ATTENTION
         if (attention_logits_after()) {
             UNROLL_TILE_LOADS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
-                uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
+                uint i = tile_vector(tile_begin, j >> 1, lanes, lane);
                 if (whole_vector(row, i) && i < LOAD_END(row)) attend8(row.attn, i - row.first, slots[j], slots[j + 1u]);
             }
         }
@@ -332,7 +337,7 @@ vec4 slot_output(uint j, VksmStat s, bool exps, float inv_d, float log_d, bool b
 void write_slot(Span row, uint tile_begin, uint p, uint lanes, uint lane, uint j, VksmStat s, bool exps, float inv_d,
                 float log_d, bool bad) {
     if (VEC == 4u) {
-        uint i = tile_begin + 4u * (p * lanes + lane);
+        uint i = tile_vector(tile_begin, p, lanes, lane);
         if (!whole_vector(row, i)) store_part(row, i, slot_output(j, s, exps, inv_d, log_d, bad));
         else if (i < row.end) store4((row.base + i) >> 2, slot_output(j, s, exps, inv_d, log_d, bad));
         return;
@@ -356,7 +361,7 @@ void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bo
     if (VEC == 8u) {
         UNROLL_SLOTS for (uint j = 0u; j < SLOTS; ++j) slots[j] = slot_output(j, s, exps, inv_d, log_d, bad);
         UNROLL_SLOTS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
-            uint i = tile_begin + 8u * ((j >> 1) * lanes + lane);
+            uint i = tile_vector(tile_begin, j >> 1, lanes, lane);
             if (!whole_vector(row, i)) {
                 store_part(row, i, slots[j]);
                 store_part(row, i + 4u, slots[j + 1u]);

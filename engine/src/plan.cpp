@@ -543,9 +543,13 @@ void plan_dispatch(const DeviceInfo& d, const Shape& range, Path path, const Geo
 // The pipeline key that every pass shares (each pass then sets its kind):
 // the geometry's fields, the attention options' (a backward problem's
 // sinks'), how non-finite rows and subgroup maxima are found, the row
-// order and the access width. Sets the plan's attention fields.
-PipelineKey plan_key(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, Path path,
-                     const Geometry& g, const Limits& l, bool slot_rows, float inv_t, Plan& plan) {
+// order and the access width, for the plan's problem on its path. Sets the
+// plan's attention fields.
+PipelineKey plan_key(const DeviceInfo& d, const PlanOptions& options, const Geometry& g, const Limits& l, bool slot_rows,
+                     Plan& plan) {
+    const Problem& problem = plan.problem;
+    const Path path = plan.path;
+    const float inv_t = inverse_temperature(problem);
     PipelineKey key = geometry_key(d, problem, path, g, l, options);
     // The forward's attention layout, checked once (Error(invalid_argument)
     // for options that do not fit the shape); a backward problem's is its
@@ -604,7 +608,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
 
     plan.path = path;
     plan_dispatch(d, range.shape, path, g, inv_t, plan);
-    const PipelineKey key = plan_key(d, problem, options, path, g, l, slot_rows, inv_t, plan);
+    const PipelineKey key = plan_key(d, options, g, l, slot_rows, plan);
     for (uint32_t p = 0; p < plan.passes; ++p) {
         plan.key[p] = key;
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows(problem, path, g, l, slot_rows));
