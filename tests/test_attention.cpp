@@ -451,6 +451,23 @@ TEST_F(AttentionTest, RowMaskedEntirely) {
             }
 }
 
+// Rows of `slots` slots each, forced: workgroup rows of 32 invocations, or
+// a subgroup's rows.
+PlanOptions forced_tiles(Path path, uint32_t slots) {
+    PlanOptions o;
+    o.path = path;
+    if (path == Path::workgroup_row) o.workgroup_size = 32;
+    o.slots = slots;
+    return o;
+}
+
+// Fails unless the plan took `slots` slots of `vec`-element accesses, the
+// tile form the test is about.
+void assert_tiles(const AttentionOutcome& o, uint32_t slots, uint32_t vec, const std::string& what) {
+    ASSERT_EQ(o.plan.key[0].slots, slots) << what << ": slots";
+    ASSERT_EQ(o.plan.key[0].vec, vec) << what << ": access width";
+}
+
 // Masked 16-bit tiles at more than 8 slots, which load every vector, x's
 // and the mask's, before any takes its logits (fp32 rows do so at any slot
 // count: AttentionOptionsOnEveryPath's rows of 256): workgroup rows of 32 x
@@ -469,45 +486,46 @@ TEST_F(AttentionTest, MaskedTilesLoadedFirst) {
         a.mask_heads = 1;
         a.causal = c.causal;
         a.causal_offset = 600;
-        PlanOptions opts;
-        opts.path = Path::workgroup_row;
-        opts.workgroup_size = 32;
-        opts.slots = 10;
         const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
         const std::vector<float> mask = random_mask(3, c.n, fresh_seed());
-        const AttentionOutcome o = run_attention(p, x, mask, {}, opts);
+        const AttentionOutcome o = run_attention(p, x, mask, {}, forced_tiles(Path::workgroup_row, 10));
         const std::string what = describe_options(p) + " at 32 x 10";
-        ASSERT_EQ(o.plan.key[0].slots, 10u) << what << ": slots";
-        ASSERT_EQ(o.plan.key[0].vec, 8u) << what << ": access width";
+        ASSERT_NO_FATAL_FAILURE(assert_tiles(o, 10, 8, what));
         expect_within_bound(p, o, what);
     }
 }
 
-// Causal 16-bit workgroup rows of more than 4 slots without a mask buffer,
-// which load a tile's vectors first and take their logits in a loop after:
+// Causal rows without a mask buffer at more than 4 slots, which load a
+// tile's vectors first and take their logits in a loop after: workgroup
 // rows of 1280 at 32 x 8 slots (two tiles, the second in part) from column
 // 601 of query row 0 (vectors wholly visible, one partly, the rest hidden),
-// f16 softmax and bf16 log-softmax, scaled.
+// f16 softmax, bf16 log-softmax and f32 softmax (16-byte accesses: 8
+// 16-bit or 4 fp32 elements), and a subgroup's rows of 8 slots (f16
+// softmax, f32 log-softmax) visible to just short of their middle. Scaled.
 TEST_F(AttentionTest, CausalTilesLogitsAfter) {
-    for (Dtype dtype : {Dtype::f16, Dtype::bf16}) {
-        Problem p = attention_problem(1, 2, 3, 1280, dtype);
+    struct Case { Dtype dtype; bool log; Path path; uint64_t n, offset; uint32_t vec; };
+    std::vector<Case> cases = {{Dtype::f16, false, Path::workgroup_row, 1280, 600, 8},
+                               {Dtype::bf16, true, Path::workgroup_row, 1280, 600, 8},
+                               {Dtype::f32, false, Path::workgroup_row, 1280, 600, 4}};
+    if (Gpu::ctx().info().subgroup_arithmetic()) {
+        const uint64_t row = 32u * Gpu::ctx().info().subgroup_size;  // a subgroup's 8 slots of 4 elements a lane
+        cases.push_back({Dtype::f16, false, Path::subgroup_row, row, row / 2 - 3, 8});
+        cases.push_back({Dtype::f32, true, Path::subgroup_row, row, row / 2 - 3, 4});
+    }
+    for (const Case& c : cases) {
+        Problem p = attention_problem(1, 2, 3, c.n, c.dtype);
         p.scale = 1.0 / std::sqrt(128.0);
         p.attention.causal = true;
-        p.attention.causal_offset = 600;
-        p.log = dtype == Dtype::bf16;
-        PlanOptions opts;
-        opts.path = Path::workgroup_row;
-        opts.workgroup_size = 32;
-        opts.slots = 8;
+        p.attention.causal_offset = c.offset;
+        p.log = c.log;
         const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
-        const AttentionOutcome o = run_attention(p, x, {}, {}, opts);
-        const std::string what = describe_options(p) + " at 32 x 8";
-        ASSERT_EQ(o.plan.key[0].slots, 8u) << what << ": slots";
-        ASSERT_EQ(o.plan.key[0].vec, 8u) << what << ": access width";
+        const AttentionOutcome o = run_attention(p, x, {}, {}, forced_tiles(c.path, 8));
+        const std::string what = describe_options(p) + " " + path_name(c.path) + " at 8 slots";
+        ASSERT_NO_FATAL_FAILURE(assert_tiles(o, 8, c.vec, what));
         for (uint64_t row = 0; row < 6; ++row) {
-            const uint64_t visible = row % 3 + 601;
-            for (uint64_t j = visible; j < 1280; ++j)
-                ASSERT_EQ(o.got[row * 1280 + j], p.log ? -kInf : 0.0) << what << " row " << row << " column " << j << " is hidden";
+            const uint64_t visible = row % 3 + c.offset + 1;
+            for (uint64_t j = visible; j < c.n; ++j)
+                ASSERT_EQ(o.got[row * c.n + j], p.log ? -kInf : 0.0) << what << " row " << row << " column " << j << " is hidden";
         }
         expect_within_bound(p, o, what);
     }
