@@ -165,6 +165,76 @@ struct Counts {
     size_t total = 0, failed = 0, skipped = 0;
 };
 
+// One device's rows as they come: the run's counts, the report's results
+// and the worst f32 relative error of the fast and accurate variants.
+struct DeviceTally {
+    Counts& counts;
+    nlohmann::json results = nlohmann::json::array();
+    double worst_rel_fast = 0, worst_rel_accurate = 0;
+
+    void add(const conformance::Result& r) {
+        ++counts.total;
+        counts.failed += !r.pass;
+        counts.skipped += r.skipped;
+        double& worst = r.variant.find("accurate") != std::string::npos ? worst_rel_accurate : worst_rel_fast;
+        worst = std::max(worst, r.case_name.rfind("f32", 0) == 0 ? r.max_rel : 0.0);
+        results.push_back(to_json(r));
+    }
+};
+
+void print_table_head(const DeviceInfo& d) {
+    fmt::print("device {}: {} ({} {}, Vulkan {}), subgroup uniform control flow: {}\n", d.index, d.name, d.driver_name,
+               d.driver_info, d.api_string(), d.subgroup_uniform_control_flow ? "on" : "off");
+    fmt::print("{:<44} {:<28} {:>3} {:>9} {:>9} {:>7} {:>9} {:>4} {}\n", "case", "variant", "sg", "max ulp", "max rel",
+               "bound", "|sum-1|", "nan", "result");
+}
+
+// One row of the table (with --failures-only, failing rows alone).
+void print_row(const ConformanceArgs& a, const conformance::Result& r) {
+    if (a.failures_only && (r.pass || r.skipped)) return;
+    fmt::print("{:<44} {:<28} {:>3} {:>9.0f} {:>9.2e} {:>7.0e} {:>9.2e} {:>4} {}{}\n", r.case_name, r.variant,
+               r.subgroup_size, r.max_ulp, r.max_rel, r.rel_bound, r.worst_row_sum, r.nan_pattern_ok ? "ok" : "BAD",
+               r.skipped ? "skip" : r.pass ? "pass" : "FAIL", r.note.empty() ? "" : "  (" + r.note + ")");
+}
+
+// The single-pass stress case, before the rest, under the watchdog. If it
+// hangs or fails, the rest of the catalogue leaves the single-pass path
+// out (`options.single_pass`), and the report says so: hosts then keep the
+// two-dispatch split path (PlanOptions::single_pass = never, vksoftmax
+// bench --single-pass never). Returns the report's single_pass object.
+nlohmann::json stress_first(const ConformanceArgs& a, const std::string& selector, const DeviceInfo& d,
+                            conformance::Options& options, DeviceTally& tally) {
+    nlohmann::json single_pass = {{"available", single_pass_rule(d, SinglePass::allowed).allowed},
+                                  {"plan_rule", single_pass_rule(d).reason}};
+    if (parse_single_pass(a.single_pass) == SinglePass::never) {
+        single_pass["checked"] = false;
+        options.single_pass = false;
+        return single_pass;
+    }
+    if (!single_pass["available"]) return single_pass;
+    const StressOutcome stress = stress_in_child(a, selector);
+    bool ok = stress.failure.empty();
+    for (const auto& r : stress.results) {
+        print_row(a, r);
+        tally.add(r);
+        ok = ok && r.pass;
+    }
+    if (!stress.failure.empty()) {
+        conformance::Result r;
+        r.case_name = "f32 softmax (single-pass stress)";
+        r.variant = "single-pass";
+        r.subgroup_size = d.subgroup_size;
+        r.note = stress.failure + " on " + d.name + " (" + d.driver_name + " " + d.driver_info +
+                 "): the rest of the catalogue leaves the single-pass path out";
+        print_row(a, r);
+        tally.add(r);
+    }
+    single_pass["stress_passed"] = ok;
+    single_pass["stress_hung"] = stress.hung;
+    options.single_pass = ok;
+    return single_pass;
+}
+
 // The catalogue on one device: its table on stdout, its part of the report.
 nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& selector, const conformance::Options& o,
                              Counts& counts) {
@@ -173,60 +243,12 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
     co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
     Context ctx(co);
     const DeviceInfo& d = ctx.info();
-    fmt::print("device {}: {} ({} {}, Vulkan {}), subgroup uniform control flow: {}\n", d.index, d.name, d.driver_name,
-               d.driver_info, d.api_string(), d.subgroup_uniform_control_flow ? "on" : "off");
-    fmt::print("{:<44} {:<28} {:>3} {:>9} {:>9} {:>7} {:>9} {:>4} {}\n", "case", "variant", "sg", "max ulp", "max rel",
-               "bound", "|sum-1|", "nan", "result");
-    auto print = [&](const conformance::Result& r) {
-        if (a.failures_only && (r.pass || r.skipped)) return;
-        fmt::print("{:<44} {:<28} {:>3} {:>9.0f} {:>9.2e} {:>7.0e} {:>9.2e} {:>4} {}{}\n", r.case_name, r.variant,
-                   r.subgroup_size, r.max_ulp, r.max_rel, r.rel_bound, r.worst_row_sum, r.nan_pattern_ok ? "ok" : "BAD",
-                   r.skipped ? "skip" : r.pass ? "pass" : "FAIL", r.note.empty() ? "" : "  (" + r.note + ")");
-    };
-    nlohmann::json results = nlohmann::json::array();
-    double worst_rel_fast = 0, worst_rel_accurate = 0;
-    auto add = [&](const conformance::Result& r) {
-        ++counts.total;
-        counts.failed += !r.pass;
-        counts.skipped += r.skipped;
-        double& worst = r.variant.find("accurate") != std::string::npos ? worst_rel_accurate : worst_rel_fast;
-        worst = std::max(worst, r.case_name.rfind("f32", 0) == 0 ? r.max_rel : 0.0);
-        results.push_back(to_json(r));
-    };
-
-    // The single-pass stress case first, under the watchdog. If it hangs or
-    // fails, the rest of the catalogue leaves the single-pass path out, and
-    // the report says so: hosts then keep the two-dispatch split path
-    // (PlanOptions::single_pass = never, vksoftmax bench --single-pass never).
+    print_table_head(d);
+    DeviceTally tally{counts};
     conformance::Options options = o;
-    nlohmann::json single_pass = {{"available", single_pass_rule(d, SinglePass::allowed).allowed},
-                                  {"plan_rule", single_pass_rule(d).reason}};
-    if (parse_single_pass(a.single_pass) == SinglePass::never) {
-        single_pass["checked"] = false;
-        options.single_pass = false;
-    } else if (single_pass["available"]) {
-        const StressOutcome stress = stress_in_child(a, selector);
-        bool ok = stress.failure.empty();
-        for (const auto& r : stress.results) {
-            print(r);
-            add(r);
-            ok = ok && r.pass;
-        }
-        if (!stress.failure.empty()) {
-            conformance::Result r;
-            r.case_name = "f32 softmax (single-pass stress)";
-            r.variant = "single-pass";
-            r.subgroup_size = d.subgroup_size;
-            r.note = stress.failure + " on " + d.name + " (" + d.driver_name + " " + d.driver_info +
-                     "): the rest of the catalogue leaves the single-pass path out";
-            print(r);
-            add(r);
-        }
-        single_pass["stress_passed"] = ok;
-        single_pass["stress_hung"] = stress.hung;
-        options.single_pass = ok;
-    }
-    for (const auto& r : conformance::run(ctx, options, print)) add(r);
+    const nlohmann::json single_pass = stress_first(a, selector, d, options, tally);
+    for (const auto& r : conformance::run(ctx, options, [&](const conformance::Result& r) { print_row(a, r); }))
+        tally.add(r);
     const NonfiniteRule nonfinite = nonfinite_rule(d, o.nonfinite);
     const SubgroupMaxRule single_row_max = subgroup_max_rule(d, 1, o.subgroup_max);
     return {{"device", identity(d)},
@@ -237,9 +259,9 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
              {{"choice", subgroup_max_name(o.subgroup_max)},
               {"single_rows_by_key", single_row_max.by_key},
               {"reason", single_row_max.reason}}},
-            {"worst_f32_rel_fast", worst_rel_fast},
-            {"worst_f32_rel_accurate", worst_rel_accurate},
-            {"results", results}};
+            {"worst_f32_rel_fast", tally.worst_rel_fast},
+            {"worst_f32_rel_accurate", tally.worst_rel_accurate},
+            {"results", tally.results}};
 }
 
 int conformance_command(const ConformanceArgs& a) {

@@ -83,6 +83,79 @@ struct GradientStaging {
     }
 };
 
+// One run's tensors on the device and their staging, with the attention
+// options' buffers and the gradient's; the input is uploaded to staging.
+struct RunBuffers {
+    Buffer in, out, up, down;
+    std::unique_ptr<Buffer> workspace;
+    AttentionStaging staging;
+    GradientStaging grad;
+    RunBuffers(Context& ctx, const Plan& plan, const void* input, const void* gradient, const AttentionData& attention,
+               const float* sink_gradient)
+        : in(ctx, plan.tensor_bytes, MemoryKind::device, "input tensor"),
+          out(ctx, plan.tensor_bytes, MemoryKind::device, "output tensor"),
+          up(ctx, plan.tensor_bytes, MemoryKind::upload, "input staging"),
+          down(ctx, plan.tensor_bytes, MemoryKind::readback, "output staging"),
+          staging(ctx, plan, attention),
+          grad(ctx, plan, gradient, sink_gradient) {
+        if (plan.workspace_bytes)
+            workspace = std::make_unique<Buffer>(ctx, plan.workspace_bytes, MemoryKind::device, "workspace");
+        std::memcpy(up.mapped(), input, plan.tensor_bytes);
+        up.flush(ctx);
+    }
+};
+
+// Before the shaders: the input (and dy) copied from staging, the
+// single-pass counters zeroed, the outputs poisoned with NaN where asked;
+// then the barrier that makes those transfers visible to the shaders.
+void record_uploads(const DeviceFunctions& vk, VkCommandBuffer cb, const Plan& plan, const RunBuffers& b,
+                    bool poison_output) {
+    VkBufferCopy region{0, 0, plan.tensor_bytes};
+    vk.vkCmdCopyBuffer(cb, b.up.buffer(), b.in.buffer(), 1, &region);
+    if (b.grad.device) vk.vkCmdCopyBuffer(cb, b.grad.up->buffer(), b.grad.device->buffer(), 1, &region);
+    // The single-pass path's counters start at zero.
+    if (plan.workspace_zeroed) vk.vkCmdFillBuffer(cb, b.workspace->buffer(), 0, VK_WHOLE_SIZE, 0);
+    if (poison_output) {
+        vk.vkCmdFillBuffer(cb, b.out.buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(plan.problem.dtype));
+        b.staging.lse.poison(vk, cb);
+        b.grad.sink_gradient.poison(vk, cb);
+    }
+    VkMemoryBarrier to_shader{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &to_shader, 0,
+                            nullptr, 0, nullptr);
+}
+
+// The plan's passes, forward or backward, between the timer's stamps.
+void record_passes(Context& ctx, VkCommandBuffer cb, const Plan& plan, const RunBuffers& b, Timer* timer) {
+    const VkDeviceSize bytes = plan.tensor_bytes;
+    if (timer) timer->reset(cb);
+    BufferRange ws = range_or_empty(b.workspace.get(), plan.workspace_bytes);
+    const Timestamps timestamps = timer ? Timestamps{timer->pool(), 0} : Timestamps{};
+    if (b.grad.device)
+        record_backward(ctx, plan, cb, b.in.range(0, bytes), b.grad.device->range(0, bytes), b.out.range(0, bytes), ws,
+                        b.grad.sink_gradient.range(), timestamps);
+    else
+        record(ctx, plan, cb, b.in.range(0, bytes), b.out.range(0, bytes), ws, b.staging.buffers(plan), timestamps);
+}
+
+// After the shaders: the barrier to the copies, the outputs copied to
+// their staging, and the barrier to the host's reads.
+void record_downloads(const DeviceFunctions& vk, VkCommandBuffer cb, const Plan& plan, const RunBuffers& b) {
+    VkMemoryBarrier to_copy{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                            VK_ACCESS_TRANSFER_READ_BIT};
+    vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &to_copy, 0,
+                            nullptr, 0, nullptr);
+    VkBufferCopy region{0, 0, plan.tensor_bytes};
+    vk.vkCmdCopyBuffer(cb, b.out.buffer(), b.down.buffer(), 1, &region);
+    b.staging.lse.copy_down(vk, cb);
+    b.grad.sink_gradient.copy_down(vk, cb);
+    VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                            VK_ACCESS_HOST_READ_BIT};
+    vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr,
+                            0, nullptr);
+}
+
 // run() and run_backward(): `gradient` is dy for a backward problem,
 // `sink_gradient` its rows' sink gradient where the forward had sinks.
 RunResult run_plan(Context& ctx, const Problem& problem, const void* input, const void* gradient, void* output,
@@ -91,63 +164,19 @@ RunResult run_plan(Context& ctx, const Problem& problem, const void* input, cons
     result.plan = make_plan(ctx, problem, options.plan);
     const Plan& plan = result.plan;
     if (plan.passes == 0) return result;
-    const DeviceFunctions& vk = ctx.vk();
-    const VkDeviceSize bytes = plan.tensor_bytes;
-
-    Buffer in(ctx, bytes, MemoryKind::device, "input tensor");
-    Buffer out(ctx, bytes, MemoryKind::device, "output tensor");
-    std::unique_ptr<Buffer> workspace;
-    if (plan.workspace_bytes) workspace = std::make_unique<Buffer>(ctx, plan.workspace_bytes, MemoryKind::device, "workspace");
-    Buffer up(ctx, bytes, MemoryKind::upload, "input staging");
-    Buffer down(ctx, bytes, MemoryKind::readback, "output staging");
-    AttentionStaging staging(ctx, plan, attention);
-    GradientStaging grad(ctx, plan, gradient, sink_gradient);
-    std::memcpy(up.mapped(), input, bytes);
-    up.flush(ctx);
-
+    RunBuffers buffers(ctx, plan, input, gradient, attention, sink_gradient);
     std::unique_ptr<Timer> timer;
     if (ctx.info().timestamps()) timer = std::make_unique<Timer>(ctx, plan.passes + 1);
 
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
-        VkBufferCopy region{0, 0, bytes};
-        vk.vkCmdCopyBuffer(cb, up.buffer(), in.buffer(), 1, &region);
-        if (grad.device) vk.vkCmdCopyBuffer(cb, grad.up->buffer(), grad.device->buffer(), 1, &region);
-        // The single-pass path's counters start at zero.
-        if (plan.workspace_zeroed) vk.vkCmdFillBuffer(cb, workspace->buffer(), 0, VK_WHOLE_SIZE, 0);
-        if (options.poison_output) vk.vkCmdFillBuffer(cb, out.buffer(), 0, VK_WHOLE_SIZE, nan_fill_word(problem.dtype));
-        if (options.poison_output) {
-            staging.lse.poison(vk, cb);
-            grad.sink_gradient.poison(vk, cb);
-        }
-        VkMemoryBarrier to_shader{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-        vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                                &to_shader, 0, nullptr, 0, nullptr);
-        if (timer) timer->reset(cb);
-        BufferRange ws = range_or_empty(workspace.get(), plan.workspace_bytes);
-        const Timestamps timestamps = timer ? Timestamps{timer->pool(), 0} : Timestamps{};
-        if (grad.device)
-            record_backward(ctx, plan, cb, in.range(0, bytes), grad.device->range(0, bytes), out.range(0, bytes), ws,
-                            grad.sink_gradient.range(), timestamps);
-        else
-            record(ctx, plan, cb, in.range(0, bytes), out.range(0, bytes), ws, staging.buffers(plan),
-                   timestamps);
-        VkMemoryBarrier to_copy{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
-                                VK_ACCESS_TRANSFER_READ_BIT};
-        vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
-                                &to_copy, 0, nullptr, 0, nullptr);
-        vk.vkCmdCopyBuffer(cb, out.buffer(), down.buffer(), 1, &region);
-        staging.lse.copy_down(vk, cb);
-        grad.sink_gradient.copy_down(vk, cb);
-        VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                                VK_ACCESS_HOST_READ_BIT};
-        vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0,
-                                nullptr, 0, nullptr);
+        record_uploads(ctx.vk(), cb, plan, buffers, options.poison_output);
+        record_passes(ctx, cb, plan, buffers, timer.get());
+        record_downloads(ctx.vk(), cb, plan, buffers);
     });
-    down.invalidate(ctx);
-    std::memcpy(output, down.mapped(), bytes);
-    staging.lse.read(ctx, attention.lse);
-    grad.sink_gradient.read(ctx, sink_gradient);
+    buffers.down.invalidate(ctx);
+    std::memcpy(output, buffers.down.mapped(), plan.tensor_bytes);
+    buffers.staging.lse.read(ctx, attention.lse);
+    buffers.grad.sink_gradient.read(ctx, sink_gradient);
 
     if (timer) {
         auto ticks = timer->read_ticks();
