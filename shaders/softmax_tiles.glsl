@@ -161,14 +161,17 @@ vec4 load_slot(Span row, uint tile_begin, uint j, uint lanes, uint lane SOURCE_P
 // used its own, one memory latency after another. H200, us, in a branch
 // each -> loaded first (bench/NOTES.md, v76): masked fp32 (1, 32, 2048,
 // 2048) 282.5 -> 267.6, (8, 32, 512, 512) 135.0 -> 131.9; f16 (1, 1, 8192,
-// 8192) at 16 slots 131.3 -> 117.0, bf16 134.5 -> 121.7. Where it was
-// slower, the branches stay: 16-bit rows of up to 8 slots ((8, 32, 512,
-// 512) f16 72.3 -> 80.2, bf16 74.9 -> 80.8; rows of 2048 level) and rows
-// without a mask (causal f16 (1, 32, 2048, 2048) 114.4 -> 142.4, its hidden
-// vectors loaded too). Loaded first, a 16-bit mask row of 2048 still takes
-// 164 us against 129 unmasked.
+// 8192) at 16 slots 131.3 -> 117.0, bf16 134.5 -> 121.7; subgroup rows of
+// 8 slots (v78), f16 (1, 32, 1024, 1024) 42.2 -> 41.0, bf16 44.0 -> 42.1.
+// Where it was slower, the branches stay: 16-bit rows of 4 slots ((8, 32,
+// 512, 512) f16 72.3 -> 80.2, bf16 74.9 -> 80.8), and rows without a mask
+// (causal f16 (1, 32, 2048, 2048) 114.4 -> 142.4, its hidden vectors loaded
+// too); on 16-bit workgroup rows of 8 slots (rows of 2048) it was level.
+// Loaded first, a 16-bit mask row of 2048 still takes 164 us against 129
+// unmasked.
 #ifdef STORAGE_16BIT
-const bool ATTENTION_LOADS_FIRST = (MASK == MASK_F16 || MASK == MASK_BF16) && !ODD_ROWS && VEC == 8u && SLOTS > 8u;
+const bool ATTENTION_LOADS_FIRST =
+    (MASK == MASK_F16 || MASK == MASK_BF16) && !ODD_ROWS && VEC == 8u && (SLOTS > 8u || (SLOTS == 8u && SUBGROUP_ROWS));
 #else
 const bool ATTENTION_LOADS_FIRST = MASK != MASK_NONE && !ODD_ROWS && VEC == 4u;
 #endif

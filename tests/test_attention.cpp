@@ -468,16 +468,24 @@ void assert_tiles(const AttentionOutcome& o, uint32_t slots, uint32_t vec, const
     ASSERT_EQ(o.plan.key[0].vec, vec) << what << ": access width";
 }
 
-// Masked 16-bit tiles at more than 8 slots, which load every vector, x's
-// and the mask's, before any takes its logits (fp32 rows do so at any slot
-// count: AttentionOptionsOnEveryPath's rows of 256): workgroup rows of 32 x
-// 10 slots over f16 rows of 1280 under a causal mask from column 601 of
-// query row 0 (vectors wholly visible, one partly, the rest hidden and
-// never read) and bf16 rows of 2560 (two tiles), each with a mask of its
-// type broadcast over the heads.
+// Masked 16-bit tiles that load every vector, x's and the mask's, before
+// any takes its logits (fp32 rows do so at any slot count:
+// AttentionOptionsOnEveryPath's rows of 256): workgroup rows of 32 x 10
+// slots over f16 rows of 1280 under a causal mask from column 601 of query
+// row 0 (vectors wholly visible, one partly, the rest hidden and never
+// read) and bf16 rows of 2560 (two tiles), and a subgroup's rows of 8
+// slots (f16 causal from just short of their middle, bf16 not causal),
+// each with a mask of its type broadcast over the heads.
 TEST_F(AttentionTest, MaskedTilesLoadedFirst) {
-    struct Case { Dtype dtype; uint64_t n; bool causal; };
-    for (const Case& c : {Case{Dtype::f16, 1280, true}, Case{Dtype::bf16, 2560, false}}) {
+    struct Case { Dtype dtype; Path path; uint32_t slots; uint64_t n; bool causal; uint64_t offset; };
+    std::vector<Case> cases = {{Dtype::f16, Path::workgroup_row, 10, 1280, true, 600},
+                               {Dtype::bf16, Path::workgroup_row, 10, 2560, false, 0}};
+    if (Gpu::ctx().info().subgroup_arithmetic()) {
+        const uint64_t row = 32u * Gpu::ctx().info().subgroup_size;  // a subgroup's 8 slots of 4 elements a lane
+        cases.push_back({Dtype::f16, Path::subgroup_row, 8, row, true, row / 2 - 3});
+        cases.push_back({Dtype::bf16, Path::subgroup_row, 8, row, false, 0});
+    }
+    for (const Case& c : cases) {
         Problem p = attention_problem(1, 2, 3, c.n, c.dtype);
         p.scale = 1.0 / std::sqrt(128.0);
         Attention& a = p.attention;
@@ -485,12 +493,12 @@ TEST_F(AttentionTest, MaskedTilesLoadedFirst) {
         a.mask_dtype = c.dtype;
         a.mask_heads = 1;
         a.causal = c.causal;
-        a.causal_offset = 600;
+        a.causal_offset = c.offset;
         const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
         const std::vector<float> mask = random_mask(3, c.n, fresh_seed());
-        const AttentionOutcome o = run_attention(p, x, mask, {}, forced_tiles(Path::workgroup_row, 10));
-        const std::string what = describe_options(p) + " at 32 x 10";
-        ASSERT_NO_FATAL_FAILURE(assert_tiles(o, 10, 8, what));
+        const AttentionOutcome o = run_attention(p, x, mask, {}, forced_tiles(c.path, c.slots));
+        const std::string what = describe_options(p) + " " + path_name(c.path) + " at " + std::to_string(c.slots) + " slots";
+        ASSERT_NO_FATAL_FAILURE(assert_tiles(o, c.slots, 8, what));
         expect_within_bound(p, o, what);
     }
 }
