@@ -451,41 +451,32 @@ TEST_F(AttentionTest, RowMaskedEntirely) {
             }
 }
 
-// Rows of `slots` slots each, forced: workgroup rows of 32 invocations, or
-// a subgroup's rows.
-PlanOptions forced_tiles(Path path, uint32_t slots) {
+// Workgroup rows of 32 invocations at `slots` slots each, forced.
+PlanOptions forced_workgroup_rows(uint32_t slots) {
     PlanOptions o;
-    o.path = path;
-    if (path == Path::workgroup_row) o.workgroup_size = 32;
+    o.path = Path::workgroup_row;
+    o.workgroup_size = 32;
     o.slots = slots;
     return o;
 }
 
-// Fails unless the plan took `slots` slots of `vec`-element accesses, the
-// tile form the test is about.
-void assert_tiles(const AttentionOutcome& o, uint32_t slots, uint32_t vec, const std::string& what) {
+// Fails unless the plan took `slots` slots of 16-byte accesses (8 16-bit
+// elements), the tile form the test is about.
+void assert_16_byte_tiles(const AttentionOutcome& o, uint32_t slots, const std::string& what) {
     ASSERT_EQ(o.plan.key[0].slots, slots) << what << ": slots";
-    ASSERT_EQ(o.plan.key[0].vec, vec) << what << ": access width";
+    ASSERT_EQ(o.plan.key[0].vec, 8u) << what << ": access width";
 }
 
-// Masked 16-bit tiles that load every vector, x's and the mask's, before
-// any takes its logits (fp32 rows do so at any slot count:
-// AttentionOptionsOnEveryPath's rows of 256): workgroup rows of 32 x 10
-// slots over f16 rows of 1280 under a causal mask from column 601 of query
-// row 0 (vectors wholly visible, one partly, the rest hidden and never
-// read) and bf16 rows of 2560 (two tiles), and a subgroup's rows of 8
-// slots (f16 causal from just short of their middle, bf16 not causal),
-// each with a mask of its type broadcast over the heads.
+// Masked 16-bit tiles at more than 8 slots, which load every vector, x's
+// and the mask's, before any takes its logits (fp32 rows do so at any slot
+// count: AttentionOptionsOnEveryPath's rows of 256): workgroup rows of 32 x
+// 10 slots over f16 rows of 1280 under a causal mask from column 601 of
+// query row 0 (vectors wholly visible, one partly, the rest hidden and
+// never read) and bf16 rows of 2560 (two tiles), each with a mask of its
+// type broadcast over the heads.
 TEST_F(AttentionTest, MaskedTilesLoadedFirst) {
-    struct Case { Dtype dtype; Path path; uint32_t slots; uint64_t n; bool causal; uint64_t offset; };
-    std::vector<Case> cases = {{Dtype::f16, Path::workgroup_row, 10, 1280, true, 600},
-                               {Dtype::bf16, Path::workgroup_row, 10, 2560, false, 0}};
-    if (Gpu::ctx().info().subgroup_arithmetic()) {
-        const uint64_t row = 32u * Gpu::ctx().info().subgroup_size;  // a subgroup's 8 slots of 4 elements a lane
-        cases.push_back({Dtype::f16, Path::subgroup_row, 8, row, true, row / 2 - 3});
-        cases.push_back({Dtype::bf16, Path::subgroup_row, 8, row, false, 0});
-    }
-    for (const Case& c : cases) {
+    struct Case { Dtype dtype; uint64_t n; bool causal; };
+    for (const Case& c : {Case{Dtype::f16, 1280, true}, Case{Dtype::bf16, 2560, false}}) {
         Problem p = attention_problem(1, 2, 3, c.n, c.dtype);
         p.scale = 1.0 / std::sqrt(128.0);
         Attention& a = p.attention;
@@ -493,47 +484,36 @@ TEST_F(AttentionTest, MaskedTilesLoadedFirst) {
         a.mask_dtype = c.dtype;
         a.mask_heads = 1;
         a.causal = c.causal;
-        a.causal_offset = c.offset;
+        a.causal_offset = 600;
         const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
         const std::vector<float> mask = random_mask(3, c.n, fresh_seed());
-        const AttentionOutcome o = run_attention(p, x, mask, {}, forced_tiles(c.path, c.slots));
-        const std::string what = describe_options(p) + " " + path_name(c.path) + " at " + std::to_string(c.slots) + " slots";
-        ASSERT_NO_FATAL_FAILURE(assert_tiles(o, c.slots, 8, what));
+        const AttentionOutcome o = run_attention(p, x, mask, {}, forced_workgroup_rows(10));
+        const std::string what = describe_options(p) + " at 32 x 10";
+        ASSERT_NO_FATAL_FAILURE(assert_16_byte_tiles(o, 10, what));
         expect_within_bound(p, o, what);
     }
 }
 
-// Causal rows without a mask buffer at more than 4 slots, which load a
-// tile's vectors first and take their logits in a loop after: workgroup
+// Causal 16-bit workgroup rows of more than 4 slots without a mask buffer,
+// which load a tile's vectors first and take their logits in a loop after:
 // rows of 1280 at 32 x 8 slots (two tiles, the second in part) from column
 // 601 of query row 0 (vectors wholly visible, one partly, the rest hidden),
-// f16 softmax, bf16 log-softmax and f32 softmax (16-byte accesses: 8
-// 16-bit or 4 fp32 elements), and a subgroup's rows of 8 slots (f16
-// softmax, f32 log-softmax) visible to just short of their middle. Scaled.
+// f16 softmax and bf16 log-softmax, scaled.
 TEST_F(AttentionTest, CausalTilesLogitsAfter) {
-    struct Case { Dtype dtype; bool log; Path path; uint64_t n, offset; uint32_t vec; };
-    std::vector<Case> cases = {{Dtype::f16, false, Path::workgroup_row, 1280, 600, 8},
-                               {Dtype::bf16, true, Path::workgroup_row, 1280, 600, 8},
-                               {Dtype::f32, false, Path::workgroup_row, 1280, 600, 4}};
-    if (Gpu::ctx().info().subgroup_arithmetic()) {
-        const uint64_t row = 32u * Gpu::ctx().info().subgroup_size;  // a subgroup's 8 slots of 4 elements a lane
-        cases.push_back({Dtype::f16, false, Path::subgroup_row, row, row / 2 - 3, 8});
-        cases.push_back({Dtype::f32, true, Path::subgroup_row, row, row / 2 - 3, 4});
-    }
-    for (const Case& c : cases) {
-        Problem p = attention_problem(1, 2, 3, c.n, c.dtype);
+    for (Dtype dtype : {Dtype::f16, Dtype::bf16}) {
+        Problem p = attention_problem(1, 2, 3, 1280, dtype);
         p.scale = 1.0 / std::sqrt(128.0);
         p.attention.causal = true;
-        p.attention.causal_offset = c.offset;
-        p.log = c.log;
+        p.attention.causal_offset = 600;
+        p.log = dtype == Dtype::bf16;
         const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
-        const AttentionOutcome o = run_attention(p, x, {}, {}, forced_tiles(c.path, 8));
-        const std::string what = describe_options(p) + " " + path_name(c.path) + " at 8 slots";
-        ASSERT_NO_FATAL_FAILURE(assert_tiles(o, 8, c.vec, what));
+        const AttentionOutcome o = run_attention(p, x, {}, {}, forced_workgroup_rows(8));
+        const std::string what = describe_options(p) + " at 32 x 8";
+        ASSERT_NO_FATAL_FAILURE(assert_16_byte_tiles(o, 8, what));
         for (uint64_t row = 0; row < 6; ++row) {
-            const uint64_t visible = row % 3 + c.offset + 1;
-            for (uint64_t j = visible; j < c.n; ++j)
-                ASSERT_EQ(o.got[row * c.n + j], p.log ? -kInf : 0.0) << what << " row " << row << " column " << j << " is hidden";
+            const uint64_t visible = row % 3 + 601;
+            for (uint64_t j = visible; j < 1280; ++j)
+                ASSERT_EQ(o.got[row * 1280 + j], p.log ? -kInf : 0.0) << what << " row " << row << " column " << j << " is hidden";
         }
         expect_within_bound(p, o, what);
     }
