@@ -14,6 +14,7 @@
 #include <future>
 
 #include "vksoftmax/accuracy.hpp"
+#include "vksoftmax/barrier.hpp"
 #include "vksoftmax/buffer.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/cpu.hpp"
@@ -357,10 +358,8 @@ void call_on_poisoned_output(Context& ctx, const Buffer& out, uint64_t bytes, Dt
                              const std::function<void(VkCommandBuffer)>& call) {
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
         ctx.vk().vkCmdFillBuffer(cb, out.buffer(), 0, bytes / 4 * 4, nan_fill_word(dtype));
-        VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-        ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b,
-                                      0, nullptr, 0, nullptr);
+        memory_barrier(ctx.vk(), cb, {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT},
+                       {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT});
         call(cb);
     });
 }

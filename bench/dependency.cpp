@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "vksoftmax/barrier.hpp"
 #include "vksoftmax/error.hpp"
 
 namespace vksoftmax::bench {
@@ -19,10 +20,8 @@ const char* dependency_name(Dependency d) {
 }
 
 void compute_to_compute(const Context& ctx, VkCommandBuffer cb) {
-    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
-                      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-    ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                                  &b, 0, nullptr, 0, nullptr);
+    const BarrierScope compute{VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT};
+    memory_barrier(ctx.vk(), cb, compute, compute);
 }
 
 const std::vector<Dependency>& all_dependencies() {

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "gpu_fixture.hpp"
+#include "vksoftmax/barrier.hpp"
 #include "vksoftmax/single_pass_workspace.hpp"
 
 using namespace vkstest;
@@ -296,10 +297,8 @@ TEST_F(SinglePassTest, CallsAreGenerations) {
     c.submit_and_wait([&](VkCommandBuffer cb) {
         for (int k = 0; k < calls; ++k) {
             if (k) {
-                VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
-                                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-                c.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                            0, 1, &b, 0, nullptr, 0, nullptr);
+                memory_barrier(c.vk(), cb, {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT},
+                               {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT});
             }
             record(c, plan, cb, in[k % inputs].range(0, plan.tensor_bytes), out[k % inputs].range(0, plan.tensor_bytes),
                    ws.range(0, plan.workspace_bytes));

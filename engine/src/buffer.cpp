@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "vksoftmax/barrier.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
 
@@ -82,12 +83,10 @@ namespace {
 // submission after the transfer but, by the spec, makes nothing visible
 // to it.
 void transfer_to_later_work(Context& ctx, VkCommandBuffer cb) {
-    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                          VK_ACCESS_TRANSFER_WRITE_BIT};
-    ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0,
-                                  nullptr, 0, nullptr);
+    memory_barrier(ctx.vk(), cb, {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT},
+                   {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                        VK_ACCESS_TRANSFER_WRITE_BIT});
 }
 
 // Error(invalid_argument) where `bytes` at `offset` do not lie within `b`:
@@ -136,16 +135,14 @@ void download(Context& ctx, const Buffer& src, void* data, size_t bytes, VkDevic
     Buffer staging(ctx, bytes, MemoryKind::readback, src.name() + " (readback staging)");
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
         // The shaders' and transfers' writes of earlier submissions, for the copy.
-        VkMemoryBarrier written{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
-                                VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT};
-        ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                      VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &written, 0, nullptr, 0, nullptr);
+        memory_barrier(ctx.vk(), cb,
+                       {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                        VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT},
+                       {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT});
         VkBufferCopy region{offset, 0, bytes};
         ctx.vk().vkCmdCopyBuffer(cb, src.buffer(), staging.buffer(), 1, &region);
-        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                           VK_ACCESS_HOST_READ_BIT};
-        ctx.vk().vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
-                                      nullptr, 0, nullptr);
+        memory_barrier(ctx.vk(), cb, {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT},
+                       {VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT});
     });
     staging.invalidate(ctx);
     std::memcpy(data, staging.mapped(), bytes);

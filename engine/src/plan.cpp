@@ -543,13 +543,14 @@ void plan_dispatch(const DeviceInfo& d, const Shape& range, Path path, const Geo
 // The pipeline key that every pass shares (each pass then sets its kind):
 // the geometry's fields, the attention options' (a backward problem's
 // sinks'), how non-finite rows and subgroup maxima are found, the row
-// order and the access width, for the plan's problem on its path. Sets the
+// order and the access width, for the plan's problem on its path, after
+// plan_dispatch() (the logits' multiplier is its push constant's). Sets the
 // plan's attention fields.
 PipelineKey plan_key(const DeviceInfo& d, const PlanOptions& options, const Geometry& g, const Limits& l, bool slot_rows,
                      Plan& plan) {
     const Problem& problem = plan.problem;
     const Path path = plan.path;
-    const float inv_t = inverse_temperature(problem);
+    const float inv_t = plan.push.inv_t;  // plan_dispatch()'s, from inverse_temperature()
     PipelineKey key = geometry_key(d, problem, path, g, l, options);
     // The forward's attention layout, checked once (Error(invalid_argument)
     // for options that do not fit the shape); a backward problem's is its

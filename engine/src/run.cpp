@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "vksoftmax/barrier.hpp"
 #include "vksoftmax/buffer.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
@@ -120,10 +121,8 @@ void record_uploads(const DeviceFunctions& vk, VkCommandBuffer cb, const Plan& p
         b.staging.lse.poison(vk, cb);
         b.grad.sink_gradient.poison(vk, cb);
     }
-    VkMemoryBarrier to_shader{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-    vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &to_shader, 0,
-                            nullptr, 0, nullptr);
+    memory_barrier(vk, cb, {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT},
+                   {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT});
 }
 
 // The plan's passes, forward or backward, between the timer's stamps.
@@ -142,18 +141,14 @@ void record_passes(Context& ctx, VkCommandBuffer cb, const Plan& plan, const Run
 // After the shaders: the barrier to the copies, the outputs copied to
 // their staging, and the barrier to the host's reads.
 void record_downloads(const DeviceFunctions& vk, VkCommandBuffer cb, const Plan& plan, const RunBuffers& b) {
-    VkMemoryBarrier to_copy{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
-                            VK_ACCESS_TRANSFER_READ_BIT};
-    vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &to_copy, 0,
-                            nullptr, 0, nullptr);
+    memory_barrier(vk, cb, {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT},
+                   {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT});
     VkBufferCopy region{0, 0, plan.tensor_bytes};
     vk.vkCmdCopyBuffer(cb, b.out.buffer(), b.down.buffer(), 1, &region);
     b.staging.lse.copy_down(vk, cb);
     b.grad.sink_gradient.copy_down(vk, cb);
-    VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                            VK_ACCESS_HOST_READ_BIT};
-    vk.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr,
-                            0, nullptr);
+    memory_barrier(vk, cb, {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT},
+                   {VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT});
 }
 
 // run() and run_backward(): `gradient` is dy for a backward problem,
