@@ -25,7 +25,8 @@ namespace vksoftmax::cli {
 namespace {
 
 struct BenchArgs {
-    std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass, nonfinite, subgroup_max;
+    std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass, nonfinite, subgroup_max,
+                tile_loads;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false,
          backward = false, sinks = false, ceilings = false;
     uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0, patience = 0, query_block = 0;
@@ -149,6 +150,7 @@ bench::Options bench_options(const BenchArgs& a) {
     o.plan.single_pass = parse_single_pass(a.single_pass);
     o.plan.nonfinite = parse_nonfinite(a.nonfinite);
     o.plan.subgroup_max = parse_subgroup_max(a.subgroup_max);
+    o.plan.tile_loads = parse_tile_loads(a.tile_loads);
     o.plan.row_order = parse_row_order(a.row_order);
     o.plan.query_block = a.query_block;
     if (!a.mask_dims.empty()) {
@@ -447,6 +449,7 @@ Command add_bench(CLI::App& app) {
     sub->add_option("--single-pass", a->single_pass, single_pass_help());
     sub->add_option("--nonfinite", a->nonfinite, "Tuning: " + nonfinite_help());
     sub->add_option("--subgroup-max", a->subgroup_max, "Tuning: " + subgroup_max_help());
+    sub->add_option("--tile-loads", a->tile_loads, "Tuning: " + tile_loads_help());
     sub->add_flag("--no-uniform-control-flow", a->no_uniform_control_flow,
                   "Diagnosis: leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered");
     sub->add_flag("--dependencies", a->dependencies,

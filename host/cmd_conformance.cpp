@@ -29,6 +29,7 @@ struct ConformanceArgs {
     std::string single_pass;   // never: leave the single-pass path (and its stress case) out
     std::string nonfinite;     // PlanOptions::nonfinite for every forward variant
     std::string subgroup_max;  // PlanOptions::subgroup_max for every forward variant
+    std::string tile_loads;    // PlanOptions::tile_loads for every forward variant
     unsigned watchdog_seconds = 120;
 };
 
@@ -251,6 +252,7 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
         tally.add(r);
     const NonfiniteRule nonfinite = nonfinite_rule(d, o.nonfinite);
     const SubgroupMaxRule single_row_max = subgroup_max_rule(d, 1, o.subgroup_max);
+    const TileLoadsRule tile_loads = tile_loads_rule(d, o.tile_loads);
     return {{"device", identity(d)},
             {"single_pass", single_pass},
             {"nonfinite",
@@ -259,6 +261,10 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
              {{"choice", subgroup_max_name(o.subgroup_max)},
               {"single_rows_by_key", single_row_max.by_key},
               {"reason", single_row_max.reason}}},
+            {"tile_loads",
+             {{"choice", tile_loads_name(o.tile_loads)},
+              {"together", tile_loads.together},
+              {"reason", tile_loads.reason}}},
             {"worst_f32_rel_fast", tally.worst_rel_fast},
             {"worst_f32_rel_accurate", tally.worst_rel_accurate},
             {"results", tally.results}};
@@ -272,6 +278,7 @@ int conformance_command(const ConformanceArgs& a) {
     o.filters = a.filters;
     o.nonfinite = parse_nonfinite(a.nonfinite);
     o.subgroup_max = parse_subgroup_max(a.subgroup_max);
+    o.tile_loads = parse_tile_loads(a.tile_loads);
     nlohmann::json report;
     const std::time_t now = std::time(nullptr);
     char date[32];
@@ -312,6 +319,7 @@ Command add_conformance(CLI::App& app) {
                     "device has the Vulkan memory model)");
     sub->add_option("--nonfinite", a->nonfinite, nonfinite_help());
     sub->add_option("--subgroup-max", a->subgroup_max, subgroup_max_help());
+    sub->add_option("--tile-loads", a->tile_loads, tile_loads_help());
     sub->add_option("--watchdog", a->watchdog_seconds,
                     "Seconds the single-pass stress case may take (in a child process) before it counts as a hang "
                     "(default 120)");

@@ -56,6 +56,9 @@ std::string nonfinite_help();
 // The same for --subgroup-max (PlanOptions::subgroup_max).
 SubgroupMax parse_subgroup_max(const std::string& text);
 std::string subgroup_max_help();
+// The same for --tile-loads (PlanOptions::tile_loads).
+TileLoads parse_tile_loads(const std::string& text);
+std::string tile_loads_help();
 
 // Runs `body`, turning vksoftmax and std exceptions into one line on stderr
 // and the exit code that matches their kind.

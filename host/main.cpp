@@ -42,6 +42,17 @@ std::string subgroup_max_help() {
            "forward single-pass or workgroup-row problem without attention options)";
 }
 
+TileLoads parse_tile_loads(const std::string& text) {
+    constexpr TileLoads values[] = {TileLoads::automatic, TileLoads::in_branches, TileLoads::together};
+    return parse_choice("--tile-loads", text, values, tile_loads_name);
+}
+
+std::string tile_loads_help() {
+    return "How attention subgroup rows load a tile: automatic (default: together on the drivers where it was "
+           "measured faster, else in-branches), in-branches (each vector's load and logits in a branch of its own), "
+           "together (a tile's loads issued before its logits)";
+}
+
 std::string single_pass_help() {
     return "Long rows in one dispatch: automatic (default: where the device has the Vulkan memory model and the path "
            "was measured faster on its vendor's devices), allowed (wherever it has the memory model), never (two "

@@ -52,6 +52,12 @@ layout(constant_id = 18) const bool QUERY_MAJOR = false;
 // a mask row is read again a block later (query_block_rows() in
 // attention_plan.cpp).
 layout(constant_id = 19) const uint QUERY_BLOCK_SHIFT = 0u;
+// Subgroup rows issue a tile's loads together (softmax_tiles.glsl:
+// ATTENTION_LOADS_FIRST, ATTENTION_LOGITS_AFTER), on the drivers where
+// that was measured faster; elsewhere each vector's load and logits stay
+// in a branch of their own, which lavapipe compiles up to 4x faster
+// (engine/src/tile_loads_rule.cpp).
+layout(constant_id = 23) const bool TILE_LOADS_TOGETHER = false;
 
 // A row's share of the options (row_attention()).
 struct RowAttention { uint mask_base; uint visible; float slope; };

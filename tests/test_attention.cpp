@@ -519,6 +519,48 @@ TEST_F(AttentionTest, CausalTilesLogitsAfter) {
     }
 }
 
+// Subgroup rows of 8 slots with a tile's loads issued together
+// (TileLoads::together, the form NVIDIA's driver takes by itself): masked
+// 16-bit rows load x's and the mask's vectors first (f16 under a causal
+// mask from just short of the row's middle, bf16 without), causal rows take
+// their logits after their loads (f16 softmax; f32 log-softmax, 4-wide).
+// Rows of a subgroup's 8 slots of 4 elements a lane, scaled.
+TEST_F(AttentionTest, SubgroupRowTilesTogether) {
+    if (!Gpu::ctx().info().subgroup_arithmetic()) GTEST_SKIP() << "no subgroup arithmetic: no subgroup rows";
+    struct Case { Dtype dtype; bool mask, log; uint32_t vec; };
+    const uint64_t n = 32u * Gpu::ctx().info().subgroup_size;
+    const uint64_t offset = n / 2 - 3;
+    for (const Case& c : {Case{Dtype::f16, true, false, 8}, Case{Dtype::bf16, true, false, 8},
+                          Case{Dtype::f16, false, false, 8}, Case{Dtype::f32, false, true, 4}}) {
+        Problem p = attention_problem(1, 2, 3, n, c.dtype);
+        p.scale = 1.0 / std::sqrt(128.0);
+        p.log = c.log;
+        Attention& a = p.attention;
+        a.mask = c.mask;
+        a.mask_dtype = c.dtype;
+        a.causal = !c.mask || c.dtype == Dtype::f16;
+        a.causal_offset = static_cast<int64_t>(offset);
+        PlanOptions options;
+        options.path = Path::subgroup_row;
+        options.slots = 8;
+        options.tile_loads = TileLoads::together;
+        const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+        const std::vector<float> mask = c.mask ? random_mask(3, n, fresh_seed()) : std::vector<float>{};
+        const AttentionOutcome o = run_attention(p, x, mask, {}, options);
+        const std::string what = describe_options(p) + " on subgroup rows of 8 slots";
+        ASSERT_TRUE(o.plan.key[0].tile_loads_together) << what << ": " << o.plan.key[0].id();
+        ASSERT_TRUE(o.plan.key[0].subgroup_rows) << what << ": " << o.plan.key[0].id();
+        ASSERT_EQ(o.plan.key[0].slots, 8u) << what << ": slots";
+        ASSERT_EQ(o.plan.key[0].vec, c.vec) << what << ": access width";
+        if (a.causal) {
+            for (uint64_t row = 0; row < 6; ++row)
+                for (uint64_t j = row % 3 + offset + 1; j < n; ++j)
+                    ASSERT_EQ(o.got[row * n + j], p.log ? -kInf : 0.0) << what << " row " << row << " column " << j << " is hidden";
+        }
+        expect_within_bound(p, o, what);
+    }
+}
+
 // Rows long enough for the split path's chunks and for tiles: causal with
 // a mask and sinks over 3 rows of 70000.
 TEST_F(AttentionTest, AttentionOnLongRows) {

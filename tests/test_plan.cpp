@@ -31,6 +31,14 @@ DeviceInfo h200() {
     return d;
 }
 
+// `d` as lavapipe reports itself (Mesa's driver ID and vendor), for the
+// rules that read the driver.
+DeviceInfo as_llvmpipe(DeviceInfo d) {
+    d.vendor_id = 0x10005;
+    d.driver_id = VK_DRIVER_ID_MESA_LLVMPIPE;
+    return d;
+}
+
 // The same device where the host did not enable the Vulkan memory model:
 // long rows take the two-dispatch split path.
 DeviceInfo without_memory_model() {
@@ -809,9 +817,7 @@ TEST(Plan, NonfiniteFoundBySumWhereTheDriverAllows) {
     const NonfiniteRule nvidia = nonfinite_rule(h200());
     EXPECT_TRUE(nvidia.by_sum);
     EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
-    DeviceInfo llvmpipe = h200();
-    llvmpipe.vendor_id = 0x10005;
-    llvmpipe.driver_id = VK_DRIVER_ID_MESA_LLVMPIPE;
+    const DeviceInfo llvmpipe = as_llvmpipe(h200());
     const NonfiniteRule other = nonfinite_rule(llvmpipe);
     EXPECT_FALSE(other.by_sum);
     EXPECT_NE(other.reason.find("each element"), std::string::npos) << other.reason;
@@ -851,9 +857,7 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
     EXPECT_FALSE(subgroup_max_rule(nv, 2).by_key) << "a batch of two rows";
     DeviceInfo shared_memory = nv;
     shared_memory.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT;
-    DeviceInfo llvmpipe = nv;
-    llvmpipe.vendor_id = 0x10005;
-    llvmpipe.driver_id = VK_DRIVER_ID_MESA_LLVMPIPE;
+    const DeviceInfo llvmpipe = as_llvmpipe(nv);
     const SubgroupMaxRule other = subgroup_max_rule(llvmpipe, 1);
     EXPECT_FALSE(other.by_key);
     EXPECT_NE(other.reason.find("not measured"), std::string::npos) << other.reason;
@@ -918,6 +922,53 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
         const Plan plan = plan_geometry(nv, problem, options);
         EXPECT_TRUE(plan.path == Path::subgroup_row || plan.path == Path::split) << what(problem) << " on " << path_name(plan.path);
         EXPECT_FALSE(plan.key[0].subgroup_max_by_key) << what(problem) << " on " << path_name(plan.path);
+    }
+}
+
+// Attention subgroup rows load a tile's vectors together on NVIDIA's
+// driver, where it was measured faster, and in a branch each elsewhere
+// (lavapipe compiles that form faster); the option forces either form.
+// Masked and causal rows of 1024 (f16, bf16 and f32) take subgroup rows;
+// causal rows of 2048 (workgroup rows) and plain rows of 1024 (no
+// attention module) never take the flag, forced or not.
+TEST(Plan, TileLoadsTogetherOnNvidiaAttentionSubgroupRows) {
+    const DeviceInfo nv = h200();
+    const TileLoadsRule nvidia = tile_loads_rule(nv);
+    EXPECT_TRUE(nvidia.together);
+    EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
+    const DeviceInfo llvmpipe = as_llvmpipe(nv);
+    const TileLoadsRule other = tile_loads_rule(llvmpipe);
+    EXPECT_FALSE(other.together);
+    EXPECT_NE(other.reason.find("not measured"), std::string::npos) << other.reason;
+    EXPECT_TRUE(tile_loads_rule(llvmpipe, TileLoads::together).together);
+    EXPECT_FALSE(tile_loads_rule(nv, TileLoads::in_branches).together);
+
+    PlanOptions together, in_branches;
+    together.tile_loads = TileLoads::together;
+    in_branches.tile_loads = TileLoads::in_branches;
+    for (Dtype dt : {Dtype::f16, Dtype::bf16, Dtype::f32})
+        for (bool causal : {false, true}) {
+            Problem p = masked_attention(1, 32, 1024, dt, dt);
+            p.attention.mask = !causal;
+            p.attention.causal = causal;
+            const std::string row = what(p) + (causal ? " causal" : " masked");
+            const Plan plan = plan_geometry(nv, p);
+            ASSERT_EQ(plan.path, Path::subgroup_row) << row;
+            ASSERT_TRUE(plan.key[0].subgroup_rows) << row << ": " << plan.key[0].id();
+            EXPECT_TRUE(plan.key[0].tile_loads_together) << row << ": " << plan.key[0].id();
+            EXPECT_NE(plan.key[0].id().find("/loads-together"), std::string::npos) << row << ": " << plan.key[0].id();
+            EXPECT_FALSE(plan_geometry(llvmpipe, p).key[0].tile_loads_together) << row << " on llvmpipe";
+            EXPECT_TRUE(plan_geometry(llvmpipe, p, together).key[0].tile_loads_together) << row << " forced on llvmpipe";
+            EXPECT_FALSE(plan_geometry(nv, p, in_branches).key[0].tile_loads_together) << row << " forced in branches";
+        }
+    Problem wide = masked_attention(1, 32, 2048, Dtype::f16, Dtype::f16);
+    wide.attention.mask = false;
+    wide.attention.causal = true;
+    const Problem plain = rows_of(4096, 1024, Dtype::f16);
+    for (const Problem& p : {wide, plain}) {
+        const Plan plan = plan_geometry(nv, p, together);
+        EXPECT_FALSE(plan.key[0].subgroup_rows && p.attention.any()) << what(p) << ": " << plan.key[0].id();
+        EXPECT_FALSE(plan.key[0].tile_loads_together) << what(p) << ": " << plan.key[0].id();
     }
 }
 

@@ -288,6 +288,7 @@ struct Variant {
     uint32_t patience = 0;  // single-pass: polling rounds; 0: the plan's
     NonfiniteCheck nonfinite = NonfiniteCheck::automatic;  // Options::nonfinite
     SubgroupMax subgroup_max = SubgroupMax::automatic;     // Options::subgroup_max
+    TileLoads tile_loads = TileLoads::automatic;           // Options::tile_loads
     std::string name() const {
         return std::string(path_name(path)) + (reduction == Reduction::shared ? "/shared" : "/subgroup") +
                (precision == Precision::accurate ? "/accurate" : "/fast") +
@@ -471,6 +472,7 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     ro.plan.single_pass_patience = v.patience;
     ro.plan.nonfinite = v.nonfinite;
     ro.plan.subgroup_max = v.subgroup_max;
+    ro.plan.tile_loads = v.tile_loads;
     ro.plan.row_order = c.row_order;
     if (c.backward) {
         p.backward = true;
@@ -543,6 +545,7 @@ std::vector<Result> run(Context& ctx, const Options& options, const std::functio
             if (!selected(c.name + " " + v.name(), options.filters)) continue;
             v.nonfinite = options.nonfinite;
             v.subgroup_max = options.subgroup_max;
+            v.tile_loads = options.tile_loads;
             if (c.grid_only && v.path == Path::split) {
                 if (split_ran) continue;
                 split_ran = true;

@@ -573,6 +573,8 @@ PipelineKey plan_key(const DeviceInfo& d, const PlanOptions& options, const Geom
     // scale).
     key.log_overflow_guard = problem.log && !problem.backward && !key.attention && inv_t < 1.0f;
     plan_access(problem, path, g, l, slot_rows, key);
+    key.tile_loads_together =
+        key.attention && key.subgroup_rows && tile_loads_rule(d, options.tile_loads).together;
     return key;
 }
 

@@ -29,6 +29,8 @@ struct Options {
     NonfiniteCheck nonfinite = NonfiniteCheck::automatic;
     // How the single-pass modules take a subgroup's max (PlanOptions::subgroup_max).
     SubgroupMax subgroup_max = SubgroupMax::automatic;
+    // How attention subgroup rows load a tile (PlanOptions::tile_loads).
+    TileLoads tile_loads = TileLoads::automatic;
 };
 
 struct Result {

@@ -83,6 +83,9 @@ struct PipelineKey {
     // block of rows before the next slice takes the same block).
     bool query_major = false;
     uint32_t query_block_shift = 0;
+    // TILE_LOADS_TOGETHER: an attention module's subgroup rows issue a
+    // tile's loads together (tile_loads_rule()).
+    bool tile_loads_together = false;
     // The backward pass's modules (softmax_backward.comp): the same kinds,
     // bindings 0 y, 1 dx, 2 workspace, 3 dy, 4 each row's sink gradient
     // (written with `sinks`: the forward had sinks).

@@ -114,6 +114,27 @@ struct SubgroupMaxRule {
 };
 SubgroupMaxRule subgroup_max_rule(const DeviceInfo& device, uint64_t rows, SubgroupMax m = SubgroupMax::automatic);
 
+// How an attention module's subgroup rows load a tile: in_branches (each
+// vector's load and logits in a branch of its own, one memory latency after
+// another where the compiler keeps them apart) or together (a masked 16-bit
+// tile of 8 slots loads x's and the mask's vectors before any takes its
+// logits; a causal tile of more than 4 slots takes its logits in a loop
+// after its loads), which NVIDIA's driver runs 1-8% faster and lavapipe
+// compiles up to 4x more slowly (bench/NOTES.md, v78, v79). automatic: together
+// on the drivers where it was measured (engine/src/tile_loads_rule.cpp),
+// in_branches elsewhere. Workgroup rows take their tile forms from their
+// slot counts alone, on every device (shaders/softmax_tiles.glsl).
+enum class TileLoads { automatic, in_branches, together };
+const char* tile_loads_name(TileLoads t);
+
+// Whether attention modules' subgroup rows on `device` load their tiles
+// together under `t`, and why.
+struct TileLoadsRule {
+    bool together = false;
+    std::string reason;
+};
+TileLoadsRule tile_loads_rule(const DeviceInfo& device, TileLoads t = TileLoads::automatic);
+
 struct PlanOptions {
     Reduction reduction = Reduction::automatic;
     uint32_t subgroup_size = 0;      // required subgroup size; 0: the device's
@@ -122,6 +143,7 @@ struct PlanOptions {
     SinglePass single_pass = SinglePass::automatic;
     NonfiniteCheck nonfinite = NonfiniteCheck::automatic;
     SubgroupMax subgroup_max = SubgroupMax::automatic;
+    TileLoads tile_loads = TileLoads::automatic;
     // Single-pass path: polling rounds before a workgroup computes the
     // partials still missing itself; 0: the plan's (tests set 1 to take
     // that path on every device).
