@@ -194,6 +194,18 @@ TEST(Plan, OddRowsTakeVectors) {
     EXPECT_FALSE(plan_geometry(d, strided).key[0].odd_rows);
 }
 
+// A masked attention problem of (batch, heads, n, n) at scale 1/8, with an
+// (n, n) mask of `mask_dtype` shared by every batch and head.
+Problem masked_attention(uint64_t batch, uint64_t heads, uint64_t n, Dtype dtype, Dtype mask_dtype) {
+    Problem p = rows_of(batch * heads * n, n, dtype);
+    p.attention.heads = heads;
+    p.attention.query_rows = n;
+    p.attention.mask = true;
+    p.attention.mask_dtype = mask_dtype;
+    p.scale = 0.125;
+    return p;
+}
+
 // A workgroup row is held in up to 16 slots per invocation, in the smallest
 // power-of-two workgroup of at least 4 subgroups that holds it; forward
 // fp16 rows past 16 elements per invocation of the largest workgroup are
@@ -222,6 +234,23 @@ TEST(Plan, WorkgroupRows) {
         const Plan wide = plan_geometry(d, rows_of(32768, 4096, dt));
         EXPECT_EQ(wide.key[0].workgroup_size, 128u) << dtype_name(dt) << " 32768x4096";
         EXPECT_EQ(wide.key[0].slots, 8u) << dtype_name(dt) << " 32768x4096";
+    }
+    // Masked bf16 attention rows of up to 8192 take at least four subgroups
+    // at up to 8 slots (kMaskedBf16MaxSlots): (1, 32, 2048, 2048) at 128 x 4,
+    // 4096 at 128 x 8, (1, 1, 8192, 8192) at 256 x 8 (not 128 x 16). f16
+    // masked rows and bf16 causal ones without a mask keep the narrow 64 x 8.
+    struct MaskedCase { Dtype dtype; bool mask; uint64_t heads, n; uint32_t workgroup, slots; };
+    for (const MaskedCase& c : {MaskedCase{Dtype::bf16, true, 32, 2048, 128, 4}, {Dtype::bf16, true, 32, 4096, 128, 8},
+                                {Dtype::bf16, true, 1, 8192, 256, 8}, {Dtype::f16, true, 32, 2048, 64, 8},
+                                {Dtype::bf16, false, 32, 2048, 64, 8}, {Dtype::f16, true, 1, 8192, 128, 16}}) {
+        Problem p = masked_attention(1, c.heads, c.n, c.dtype, c.dtype);
+        p.attention.mask = c.mask;
+        p.attention.causal = !c.mask;
+        const std::string which = what(p) + (c.mask ? " masked" : " causal");
+        const Plan plan = plan_geometry(d, p);
+        ASSERT_EQ(plan.path, Path::workgroup_row) << which;
+        EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
+        EXPECT_EQ(plan.key[0].slots, c.slots) << which;
     }
     const Plan odd = plan_geometry(d, rows_of(4096, 1500));
     EXPECT_EQ(odd.key[0].workgroup_size, 64u) << "f32 4096x1500";
@@ -403,18 +432,6 @@ TEST(Plan, AttentionScaleInTheExpOnlyWithoutAMask) {
         EXPECT_EQ(plan.push.attention.scale, multiplier) << what;
         EXPECT_FALSE(plan.key[0].log_overflow_guard) << what;
     }
-}
-
-// A masked attention problem of (batch, heads, n, n) at scale 1/8, with an
-// (n, n) mask of `mask_dtype` shared by every batch and head.
-Problem masked_attention(uint64_t batch, uint64_t heads, uint64_t n, Dtype dtype, Dtype mask_dtype) {
-    Problem p = rows_of(batch * heads * n, n, dtype);
-    p.attention.heads = heads;
-    p.attention.query_rows = n;
-    p.attention.mask = true;
-    p.attention.mask_dtype = mask_dtype;
-    p.scale = 0.125;
-    return p;
 }
 
 // Masked attention rows go query-major where head-major order would read a

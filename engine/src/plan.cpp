@@ -182,23 +182,35 @@ uint32_t slots_holding_row(const Problem& problem, Path path, const Limits& l, u
 
 namespace {
 
+// A forward masked bf16 attention row of up to kMaskedBf16RowMax elements,
+// which a workgroup row holds in kMinRowSubgroups or more subgroups at up
+// to kMaskedBf16MaxSlots slots (tuning.hpp).
+bool masked_bf16_row(const Problem& problem) {
+    return !problem.backward && problem.dtype == Dtype::bf16 && problem.attention.mask &&
+           problem.shape.axis <= kMaskedBf16RowMax;
+}
+
 // The most slots an invocation of a workgroup row holds: kMaxSlots, half
-// that for the backward pass (y and dy), kOddRowMaxSlots for rows read in
-// vector windows with heads and tails (ODD_ROWS).
+// that for the backward pass (y and dy), kMaskedBf16MaxSlots for masked
+// bf16 rows, kOddRowMaxSlots for rows read in vector windows with heads
+// and tails (ODD_ROWS).
 uint32_t whole_row_most_slots(const Problem& problem, const Limits& l) {
     if (problem.backward) return kBackwardMaxSlots;
+    if (masked_bf16_row(problem)) return kMaskedBf16MaxSlots;
     return vector_odd_rows(problem, Path::workgroup_row, l) ? kOddRowMaxSlots : kMaxSlots;
 }
 
 // The workgroup that holds a row whole on the workgroup-row path at up to
 // `most` slots an invocation: the narrowest of at least kMinRowSubgroups
 // subgroups (kNarrowRowSubgroups for forward rows of up to kNarrowRowSlots
-// slots at that width) whose `most` slots hold the row's window.
+// slots at that width, but masked bf16 ones) whose `most` slots hold the
+// row's window.
 uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t most) {
     const uint64_t window = row_window(problem, Path::workgroup_row, l);
     uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
     const uint32_t narrow = kNarrowRowSubgroups * l.subgroup_size;
-    if (!problem.backward && narrow >= l.min_workgroup && narrow < wg && window <= 4ull * kNarrowRowSlots * narrow)
+    if (!problem.backward && !masked_bf16_row(problem) && narrow >= l.min_workgroup && narrow < wg &&
+        window <= 4ull * kNarrowRowSlots * narrow)
         wg = narrow;
     while (wg < l.max_workgroup && 4ull * most * wg < window) wg *= 2;
     return wg;
