@@ -182,7 +182,7 @@ uint32_t slots_holding_row(const Problem& problem, Path path, const Limits& l, u
 
 namespace {
 
-// A forward masked bf16 attention row of up to kMaskedBf16RowMax elements,
+// A forward masked bf16 attention row of up to kMaskedBf16RowMax (4096) elements,
 // which a workgroup row holds in kMinRowSubgroups or more subgroups at up
 // to kMaskedBf16MaxSlots slots (tuning.hpp).
 bool masked_bf16_row(const Problem& problem) {

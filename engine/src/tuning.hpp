@@ -30,13 +30,16 @@ constexpr uint32_t kNarrowRowSlots = 8;
 // above were measured, the attention modules changed (the tiles' loads
 // first, the row's NaN by its sum), and bf16 rows turned. H200, us
 // (bench/NOTES.md, v79), plan's -> this: (1, 32, 2048, 2048) 64 x 8 170.9
-// -> 128 x 4 162.6; (1, 1, 8192, 8192) 128 x 16 120.4 -> 256 x 8 113.9 (512
-// x 4 117.8); rows of 4096 keep 128 x 8 (256 x 4 701.0 against 682.1).
-// Not taken where it was slower: f16 masked rows of 2048 (64 x 8 162.8
-// against 128 x 4 165.7) and causal bf16 ones without a mask (118.3
-// against 139.7). Longer rows were not measured.
+// -> 128 x 4 162.6; rows of 4096 take 128 x 8 either way (256 x 4 701.0
+// against 682.1). Not taken where it was slower: f16 masked rows of 2048
+// (64 x 8 162.8 against 128 x 4 165.7) and causal bf16 ones without a mask
+// (118.3 against 139.7). Not taken past 4096 either: bf16 (1, 1, 8192,
+// 8192) ran faster at 256 x 8 (113.9 against 120.4 at 128 x 16), but f16
+// batches of such rows ran slower at 8 slots ((1, 4, 8192, 8192) 374.6 ->
+// 393.5, (1, 8, 6144, 6144) 374.5 -> 406.0) and bf16 batches of them were
+// not measured.
 constexpr uint32_t kMaskedBf16MaxSlots = 8;
-constexpr uint64_t kMaskedBf16RowMax = 8192;
+constexpr uint64_t kMaskedBf16RowMax = 4096;
 // A workgroup holds rows up to 32 floats per invocation of its largest
 // size (32768 at 1024: half an NVIDIA SM's register file); longer rows
 // take the split path.
