@@ -131,6 +131,9 @@ struct Row {
     uint32_t passes = 0;
     uint64_t bytes = 0;  // 2 * N * sizeof(dtype) (backward: 3 *)
     Timing t;
+    // The run's first case on a GPU: the median of its first timing, which
+    // `t` (taken again after the last case) replaces; 0 for the others.
+    double first_median_us = 0;
     double max_rel_error = 0;  // of one call, against the float64 reference
     bool verified = false;
     uint32_t workgroup_size = 0, slots = 0, groups = 0, vec = 0;

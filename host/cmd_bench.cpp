@@ -16,6 +16,7 @@
 
 #include "bench.hpp"
 #include "commands.hpp"
+#include "driver_rule_options.hpp"
 #include "output_file.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
@@ -25,8 +26,8 @@ namespace vksoftmax::cli {
 namespace {
 
 struct BenchArgs {
-    std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass, nonfinite, subgroup_max,
-                tile_loads;
+    std::string shapes = "suite", dtypes = "f32,f16", device, json, csv, plot, path, from_json, single_pass;
+    DriverRuleArgs rules;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false,
          backward = false, sinks = false, ceilings = false;
     uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0, patience = 0, query_block = 0;
@@ -148,9 +149,7 @@ bench::Options bench_options(const BenchArgs& a) {
         throw Error(ErrorKind::invalid_argument,
                     "--path: '" + a.path + "' is not subgroup-row, workgroup-row, split or single-pass");
     o.plan.single_pass = parse_single_pass(a.single_pass);
-    o.plan.nonfinite = parse_nonfinite(a.nonfinite);
-    o.plan.subgroup_max = parse_subgroup_max(a.subgroup_max);
-    o.plan.tile_loads = parse_tile_loads(a.tile_loads);
+    o.plan.rules = parse_driver_rules(a.rules);
     o.plan.row_order = parse_row_order(a.row_order);
     o.plan.query_block = a.query_block;
     if (!a.mask_dims.empty()) {
@@ -186,6 +185,26 @@ void report_retimed(const std::string& what, const bench::Timing& t) {
     fmt::print(stderr, "bench: {}: {:.2f} us {}; before: {:.2f} us\n", what, t.median_us,
                t.settled ? "once two timings in a row agreed" : "in the last timing, none agreeing",
                fmt::join(t.unsettled_medians_us, ", "));
+}
+
+// The run's first case, measured again after the last, its second timing
+// kept: on the H200 the first case of a run has twice taken twice its
+// time in two timings that agreed (206.5 us where the same case took 108.5
+// in other runs, bench/NOTES.md v79, v80), which settle() cannot catch.
+// Where the two disagree, stderr says so and the JSON keeps the first.
+void reprise_first_case(Context& ctx, const bench::Case& c, const bench::Options& o, const bench::Buffers* buffers,
+                        Measured& m) {
+    bench::Row again = bench::measure(ctx, c, o, buffers);
+    report_retimed(fmt::format("{} {} (again, after the last case)", dtype_name(c.dtype), c.name()), again.t);
+    bench::Row& first = m.rows.front();
+    if (!bench::timings_agree(first.t, again.t))
+        fmt::print(stderr, "bench: {} {}: {:.2f} us first, {:.2f} us after the last case; the second kept\n",
+                   dtype_name(c.dtype), c.name(), first.t.median_us, again.t.median_us);
+    again.first_median_us = first.t.median_us;
+    again.ceiling = first.ceiling;
+    again.read_ceiling = first.read_ceiling;
+    again.write_ceiling = first.write_ceiling;
+    first = std::move(again);
 }
 
 // The floor and the copy ceiling over the largest case, then every case,
@@ -244,6 +263,7 @@ Measured measure_all(Context& ctx, const std::vector<bench::Case>& cases, const 
         }
         m.rows.push_back(row);
     }
+    if (!cases.empty() && ctx.info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) reprise_first_case(ctx, cases[0], o, buffers.get(), m);
     return m;
 }
 
@@ -330,6 +350,7 @@ nlohmann::json row_json(const bench::Row& r, const Measured& m) {
             {"samples_us", r.t.samples_us},
             {"unsettled_medians_us", r.t.unsettled_medians_us},
             {"settled", r.t.settled},
+            {"first_median_us", r.first_median_us},
             {"above_floor_us", above_floor(r, m)},
             {"gbps", r.t.gbps},
             {"copy_us", r.ceiling.median_us},
@@ -447,9 +468,7 @@ Command add_bench(CLI::App& app) {
                   "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");
     sub->add_option("--path", a->path, "Tuning: force subgroup-row, workgroup-row, split or single-pass");
     sub->add_option("--single-pass", a->single_pass, single_pass_help());
-    sub->add_option("--nonfinite", a->nonfinite, "Tuning: " + nonfinite_help());
-    sub->add_option("--subgroup-max", a->subgroup_max, "Tuning: " + subgroup_max_help());
-    sub->add_option("--tile-loads", a->tile_loads, "Tuning: " + tile_loads_help());
+    add_driver_rule_options(*sub, a->rules, "Tuning: ");
     sub->add_flag("--no-uniform-control-flow", a->no_uniform_control_flow,
                   "Diagnosis: leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered");
     sub->add_flag("--dependencies", a->dependencies,

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "driver_rule_options.hpp"
 #include "output_file.hpp"
 #include "vksoftmax/conformance.hpp"
 #include "vksoftmax/context.hpp"
@@ -27,9 +28,7 @@ struct ConformanceArgs {
     bool quick = false, failures_only = false, no_uniform_control_flow = false;
     bool stress_only = false;  // the child's part: the stress case, as JSON on stdout
     std::string single_pass;   // never: leave the single-pass path (and its stress case) out
-    std::string nonfinite;     // PlanOptions::nonfinite for every forward variant
-    std::string subgroup_max;  // PlanOptions::subgroup_max for every forward variant
-    std::string tile_loads;    // PlanOptions::tile_loads for every forward variant
+    DriverRuleArgs rules;      // PlanOptions::rules for every forward variant
     unsigned watchdog_seconds = 120;
 };
 
@@ -237,6 +236,26 @@ nlohmann::json stress_first(const ConformanceArgs& a, const std::string& selecto
 }
 
 // The catalogue on one device: its table on stdout, its part of the report.
+// What each per-driver rule chose on `d` under `rules`, and why: the
+// report's "nonfinite", "subgroup_max" (for single rows) and "tile_loads".
+nlohmann::json rules_report(const DeviceInfo& d, const DriverRules& rules) {
+    const NonfiniteRule nonfinite = nonfinite_rule(d, rules.nonfinite);
+    const SubgroupMaxRule single_row_max = subgroup_max_rule(d, 1, rules.subgroup_max);
+    const TileLoadsRule tile_loads = tile_loads_rule(d, rules.tile_loads);
+    return {{"nonfinite",
+             {{"check", nonfinite_check_name(rules.nonfinite)},
+              {"by_sum", nonfinite.by_sum},
+              {"reason", nonfinite.reason}}},
+            {"subgroup_max",
+             {{"choice", subgroup_max_name(rules.subgroup_max)},
+              {"single_rows_by_key", single_row_max.by_key},
+              {"reason", single_row_max.reason}}},
+            {"tile_loads",
+             {{"choice", tile_loads_name(rules.tile_loads)},
+              {"together", tile_loads.together},
+              {"reason", tile_loads.reason}}}};
+}
+
 nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& selector, const conformance::Options& o,
                              Counts& counts) {
     ContextOptions co;
@@ -250,24 +269,13 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
     const nlohmann::json single_pass = stress_first(a, selector, d, options, tally);
     for (const auto& r : conformance::run(ctx, options, [&](const conformance::Result& r) { print_row(a, r); }))
         tally.add(r);
-    const NonfiniteRule nonfinite = nonfinite_rule(d, o.nonfinite);
-    const SubgroupMaxRule single_row_max = subgroup_max_rule(d, 1, o.subgroup_max);
-    const TileLoadsRule tile_loads = tile_loads_rule(d, o.tile_loads);
-    return {{"device", identity(d)},
-            {"single_pass", single_pass},
-            {"nonfinite",
-             {{"check", nonfinite_check_name(o.nonfinite)}, {"by_sum", nonfinite.by_sum}, {"reason", nonfinite.reason}}},
-            {"subgroup_max",
-             {{"choice", subgroup_max_name(o.subgroup_max)},
-              {"single_rows_by_key", single_row_max.by_key},
-              {"reason", single_row_max.reason}}},
-            {"tile_loads",
-             {{"choice", tile_loads_name(o.tile_loads)},
-              {"together", tile_loads.together},
-              {"reason", tile_loads.reason}}},
-            {"worst_f32_rel_fast", tally.worst_rel_fast},
-            {"worst_f32_rel_accurate", tally.worst_rel_accurate},
-            {"results", tally.results}};
+    nlohmann::json report = {{"device", identity(d)},
+                             {"single_pass", single_pass},
+                             {"worst_f32_rel_fast", tally.worst_rel_fast},
+                             {"worst_f32_rel_accurate", tally.worst_rel_accurate},
+                             {"results", tally.results}};
+    report.update(rules_report(d, o.rules));
+    return report;
 }
 
 int conformance_command(const ConformanceArgs& a) {
@@ -276,9 +284,7 @@ int conformance_command(const ConformanceArgs& a) {
     conformance::Options o;
     o.quick = a.quick;
     o.filters = a.filters;
-    o.nonfinite = parse_nonfinite(a.nonfinite);
-    o.subgroup_max = parse_subgroup_max(a.subgroup_max);
-    o.tile_loads = parse_tile_loads(a.tile_loads);
+    o.rules = parse_driver_rules(a.rules);
     nlohmann::json report;
     const std::time_t now = std::time(nullptr);
     char date[32];
@@ -317,9 +323,7 @@ Command add_conformance(CLI::App& app) {
     sub->add_option("--single-pass", a->single_pass,
                     "never: leave the single-pass path and its stress case out (default: check them where the "
                     "device has the Vulkan memory model)");
-    sub->add_option("--nonfinite", a->nonfinite, nonfinite_help());
-    sub->add_option("--subgroup-max", a->subgroup_max, subgroup_max_help());
-    sub->add_option("--tile-loads", a->tile_loads, tile_loads_help());
+    add_driver_rule_options(*sub, a->rules);
     sub->add_option("--watchdog", a->watchdog_seconds,
                     "Seconds the single-pass stress case may take (in a child process) before it counts as a hang "
                     "(default 120)");

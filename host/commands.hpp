@@ -50,15 +50,6 @@ Choice parse_choice(const char* option, const std::string& text, const Choice (&
 // is Error(invalid_argument). single_pass_help() is the option's help text.
 SinglePass parse_single_pass(const std::string& text);
 std::string single_pass_help();
-// The same for --nonfinite (PlanOptions::nonfinite).
-NonfiniteCheck parse_nonfinite(const std::string& text);
-std::string nonfinite_help();
-// The same for --subgroup-max (PlanOptions::subgroup_max).
-SubgroupMax parse_subgroup_max(const std::string& text);
-std::string subgroup_max_help();
-// The same for --tile-loads (PlanOptions::tile_loads).
-TileLoads parse_tile_loads(const std::string& text);
-std::string tile_loads_help();
 
 // Runs `body`, turning vksoftmax and std exceptions into one line on stderr
 // and the exit code that matches their kind.

@@ -20,39 +20,6 @@ SinglePass parse_single_pass(const std::string& text) {
     return parse_choice("--single-pass", text, values, single_pass_name);
 }
 
-NonfiniteCheck parse_nonfinite(const std::string& text) {
-    constexpr NonfiniteCheck values[] = {NonfiniteCheck::automatic, NonfiniteCheck::each_element, NonfiniteCheck::by_sum};
-    return parse_choice("--nonfinite", text, values, nonfinite_check_name);
-}
-
-std::string nonfinite_help() {
-    return "How a row's NaN and +inf are found: automatic (default: by-sum on the drivers whose exp2 is known to give "
-           "0 for -inf and NaN for NaN, else each-element), each-element (every element tested), by-sum (the row's "
-           "sum tested once)";
-}
-
-SubgroupMax parse_subgroup_max(const std::string& text) {
-    constexpr SubgroupMax values[] = {SubgroupMax::automatic, SubgroupMax::float_max, SubgroupMax::integer_keys};
-    return parse_choice("--subgroup-max", text, values, subgroup_max_name);
-}
-
-std::string subgroup_max_help() {
-    return "How the single-pass and workgroup-row paths take a subgroup's max: automatic (default: integer keys for "
-           "single rows on the drivers where they were measured faster, else float), float, integer-keys (on every "
-           "forward single-pass or workgroup-row problem without attention options)";
-}
-
-TileLoads parse_tile_loads(const std::string& text) {
-    constexpr TileLoads values[] = {TileLoads::automatic, TileLoads::in_branches, TileLoads::together};
-    return parse_choice("--tile-loads", text, values, tile_loads_name);
-}
-
-std::string tile_loads_help() {
-    return "How attention subgroup rows load a tile: automatic (default: together on the drivers where it was "
-           "measured faster, else in-branches), in-branches (each vector's load and logits in a branch of its own), "
-           "together (a tile's loads issued before its logits)";
-}
-
 std::string single_pass_help() {
     return "Long rows in one dispatch: automatic (default: where the device has the Vulkan memory model and the path "
            "was measured faster on its vendor's devices), allowed (wherever it has the memory model), never (two "

@@ -543,7 +543,7 @@ TEST_F(AttentionTest, SubgroupRowTilesTogether) {
         PlanOptions options;
         options.path = Path::subgroup_row;
         options.slots = 8;
-        options.tile_loads = TileLoads::together;
+        options.rules.tile_loads = TileLoads::together;
         const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
         const std::vector<float> mask = c.mask ? random_mask(3, n, fresh_seed()) : std::vector<float>{};
         const AttentionOutcome o = run_attention(p, x, mask, {}, options);

@@ -695,7 +695,7 @@ TEST_F(Gpu, NonFiniteRows) {
                     p.dtype = dt;
                     p.log = log;
                     PlanOptions opts;
-                    opts.nonfinite = check;
+                    opts.rules.nonfinite = check;
                     Outcome o = run_and_compare(p, in.x, opts);
                     const std::string what = describe(p, opts) + " via " + path_name(o.plan.path) + ", NaN and +inf " +
                                              nonfinite_check_name(check);
@@ -735,8 +735,8 @@ TEST_F(Gpu, WorkgroupRowIntegerKeyMaxima) {
                 const Problem p = rows_of(8, cols, dt, log);
                 PlanOptions opts = forced(Path::workgroup_row, in_tiles ? 1 : 0);
                 opts.reduction = Reduction::subgroup;
-                opts.subgroup_max = SubgroupMax::integer_keys;
-                opts.nonfinite = check;
+                opts.rules.subgroup_max = SubgroupMax::integer_keys;
+                opts.rules.nonfinite = check;
                 const Plan plan = plan_geometry(ctx().info(), p, opts);
                 const std::string what = describe(p, opts) + " with integer keys, NaN and +inf " +
                                          nonfinite_check_name(check) + " (seed " + std::to_string(seed) + ")";
@@ -818,7 +818,7 @@ TEST_F(Gpu, MoreRowsThanMaxWorkgroupCount) {
     // form in every GPU test of rows of 64-256 invocations).
     if (!ctx().info().subgroup_arithmetic()) return;
     o.reduction = Reduction::subgroup;
-    o.subgroup_max = SubgroupMax::integer_keys;
+    o.rules.subgroup_max = SubgroupMax::integer_keys;
     o.workgroup_size = 64;
     out = run_and_compare(p, x, o);
     ASSERT_TRUE(out.plan.key[0].subgroup_max_by_key) << out.plan.key[0].id();

@@ -849,7 +849,7 @@ TEST(Plan, NonfiniteFoundBySumWhereTheDriverAllows) {
             EXPECT_TRUE(plan.key[pass].nonfinite_by_sum) << what(p) << " pass " << pass << ": " << plan.key[pass].id();
         EXPECT_FALSE(plan_geometry(llvmpipe, p).key[0].nonfinite_by_sum) << what(p);
         PlanOptions each;
-        each.nonfinite = NonfiniteCheck::each_element;
+        each.rules.nonfinite = NonfiniteCheck::each_element;
         EXPECT_FALSE(plan_geometry(h200(), p, each).key[0].nonfinite_by_sum) << what(p);
         Problem accurate = p;
         accurate.precision = Precision::accurate;
@@ -894,7 +894,7 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
                 EXPECT_NE(plan.key[0].id().find("/max-by-key"), std::string::npos) << row << ": " << plan.key[0].id();
                 EXPECT_FALSE(plan_geometry(llvmpipe, p).key[0].subgroup_max_by_key) << row << " on llvmpipe";
                 PlanOptions as_float;
-                as_float.subgroup_max = SubgroupMax::float_max;
+                as_float.rules.subgroup_max = SubgroupMax::float_max;
                 EXPECT_FALSE(plan_geometry(nv, p, as_float).key[0].subgroup_max_by_key) << row << " forced float";
                 Problem backward = p;
                 backward.backward = true;
@@ -911,11 +911,11 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
         ASSERT_EQ(plan.path, Path::single_pass) << what(batch);
         EXPECT_FALSE(plan.key[0].subgroup_max_by_key) << what(batch) << ": " << plan.key[0].id();
         PlanOptions keys;
-        keys.subgroup_max = SubgroupMax::integer_keys;
+        keys.rules.subgroup_max = SubgroupMax::integer_keys;
         EXPECT_TRUE(plan_geometry(nv, batch, keys).key[0].subgroup_max_by_key) << what(batch) << " forced keys";
     }
     PlanOptions keys;
-    keys.subgroup_max = SubgroupMax::integer_keys;
+    keys.rules.subgroup_max = SubgroupMax::integer_keys;
     // Single rows a workgroup holds take them too; batches of such rows
     // only when forced.
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
@@ -962,8 +962,8 @@ TEST(Plan, TileLoadsTogetherOnNvidiaAttentionSubgroupRows) {
     EXPECT_FALSE(tile_loads_rule(nv, TileLoads::in_branches).together);
 
     PlanOptions together, in_branches;
-    together.tile_loads = TileLoads::together;
-    in_branches.tile_loads = TileLoads::in_branches;
+    together.rules.tile_loads = TileLoads::together;
+    in_branches.rules.tile_loads = TileLoads::in_branches;
     for (Dtype dt : {Dtype::f16, Dtype::bf16, Dtype::f32})
         for (bool causal : {false, true}) {
             Problem p = masked_attention(1, 32, 1024, dt, dt);

@@ -237,8 +237,8 @@ TEST_F(SinglePassTest, IntegerKeyMaxima) {
                 const uint32_t seed = fresh_seed();
                 const Problem p = rows_of(8, cols, dt, log);
                 PlanOptions opts = single_pass(1, Reduction::subgroup);
-                opts.subgroup_max = SubgroupMax::integer_keys;
-                opts.nonfinite = check;
+                opts.rules.subgroup_max = SubgroupMax::integer_keys;
+                opts.rules.nonfinite = check;
                 const Plan plan = plan_geometry(ctx().info(), p, opts);
                 const std::string what = describe(p, opts) + " with integer keys, NaN and +inf " +
                                          nonfinite_check_name(check) + " (seed " + std::to_string(seed) + ")";

@@ -286,9 +286,7 @@ struct Variant {
     Precision precision;
     uint32_t subgroup_size;
     uint32_t patience = 0;  // single-pass: polling rounds; 0: the plan's
-    NonfiniteCheck nonfinite = NonfiniteCheck::automatic;  // Options::nonfinite
-    SubgroupMax subgroup_max = SubgroupMax::automatic;     // Options::subgroup_max
-    TileLoads tile_loads = TileLoads::automatic;           // Options::tile_loads
+    DriverRules rules;      // Options::rules
     std::string name() const {
         return std::string(path_name(path)) + (reduction == Reduction::shared ? "/shared" : "/subgroup") +
                (precision == Precision::accurate ? "/accurate" : "/fast") +
@@ -470,9 +468,7 @@ Result check(Context& ctx, const Case& c, const Variant& v, std::mt19937& rng) {
     if (chunked_path(v.path)) ro.plan.chunk_elements = 1;
     ro.plan.single_pass = SinglePass::allowed;
     ro.plan.single_pass_patience = v.patience;
-    ro.plan.nonfinite = v.nonfinite;
-    ro.plan.subgroup_max = v.subgroup_max;
-    ro.plan.tile_loads = v.tile_loads;
+    ro.plan.rules = v.rules;
     ro.plan.row_order = c.row_order;
     if (c.backward) {
         p.backward = true;
@@ -543,9 +539,7 @@ std::vector<Result> run(Context& ctx, const Options& options, const std::functio
         bool split_ran = false;
         for (Variant v : variants(ctx.info(), options.single_pass)) {
             if (!selected(c.name + " " + v.name(), options.filters)) continue;
-            v.nonfinite = options.nonfinite;
-            v.subgroup_max = options.subgroup_max;
-            v.tile_loads = options.tile_loads;
+            v.rules = options.rules;
             if (c.grid_only && v.path == Path::split) {
                 if (split_ran) continue;
                 split_ran = true;

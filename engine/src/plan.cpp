@@ -575,10 +575,10 @@ PipelineKey plan_key(const DeviceInfo& d, const PlanOptions& options, const Geom
         plan_attention(d, problem, layout, inv_t, plan, key);
     }
     key.backward = problem.backward;
-    key.nonfinite_by_sum = !problem.backward && !key.accurate && nonfinite_rule(d, options.nonfinite).by_sum;
+    key.nonfinite_by_sum = !problem.backward && !key.accurate && nonfinite_rule(d, options.rules.nonfinite).by_sum;
     key.subgroup_max_by_key = (path == Path::single_pass || path == Path::workgroup_row) && key.subgroup &&
                               !problem.backward && !key.attention &&
-                              subgroup_max_rule(d, problem.shape.rows(), options.subgroup_max).by_key;
+                              subgroup_max_rule(d, problem.shape.rows(), options.rules.subgroup_max).by_key;
     plan_row_order(problem, layout, path, options, plan, key);
     // Attention modules never guard: they take T = 1, or their scale as T
     // only where it is 1 or more for log-softmax (the temperature joins the
@@ -586,7 +586,7 @@ PipelineKey plan_key(const DeviceInfo& d, const PlanOptions& options, const Geom
     key.log_overflow_guard = problem.log && !problem.backward && !key.attention && inv_t < 1.0f;
     plan_access(problem, path, g, l, slot_rows, key);
     key.tile_loads_together =
-        key.attention && key.subgroup_rows && tile_loads_rule(d, options.tile_loads).together;
+        key.attention && key.subgroup_rows && tile_loads_rule(d, options.rules.tile_loads).together;
     return key;
 }
 

@@ -25,12 +25,9 @@ struct Options {
     // Whether the catalogue checks the single-pass path too (where the
     // device has what it needs); off after the stress case hung.
     bool single_pass = true;
-    // How the forward shaders find NaN and +inf (PlanOptions::nonfinite).
-    NonfiniteCheck nonfinite = NonfiniteCheck::automatic;
-    // How the single-pass modules take a subgroup's max (PlanOptions::subgroup_max).
-    SubgroupMax subgroup_max = SubgroupMax::automatic;
-    // How attention subgroup rows load a tile (PlanOptions::tile_loads).
-    TileLoads tile_loads = TileLoads::automatic;
+    // The per-driver shader-form rules every variant plans with
+    // (PlanOptions::rules).
+    DriverRules rules;
 };
 
 struct Result {

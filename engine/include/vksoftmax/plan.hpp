@@ -135,15 +135,22 @@ struct TileLoadsRule {
 };
 TileLoadsRule tile_loads_rule(const DeviceInfo& device, TileLoads t = TileLoads::automatic);
 
+// The choices given to the per-driver shader-form rules above, kept
+// together so that a caller (tests, conformance, bench) sets them once and
+// passes them on whole; automatic each: the rule's driver table decides.
+struct DriverRules {
+    NonfiniteCheck nonfinite = NonfiniteCheck::automatic;
+    SubgroupMax subgroup_max = SubgroupMax::automatic;
+    TileLoads tile_loads = TileLoads::automatic;
+};
+
 struct PlanOptions {
     Reduction reduction = Reduction::automatic;
     uint32_t subgroup_size = 0;      // required subgroup size; 0: the device's
     std::optional<Path> path;        // force a path (tests, conformance)
     uint32_t chunk_elements = 0;     // split and single-pass paths: elements per chunk (rounded to a tile)
     SinglePass single_pass = SinglePass::automatic;
-    NonfiniteCheck nonfinite = NonfiniteCheck::automatic;
-    SubgroupMax subgroup_max = SubgroupMax::automatic;
-    TileLoads tile_loads = TileLoads::automatic;
+    DriverRules rules;  // the shader forms' per-driver rules (tests, conformance, bench)
     // Single-pass path: polling rounds before a workgroup computes the
     // partials still missing itself; 0: the plan's (tests set 1 to take
     // that path on every device).

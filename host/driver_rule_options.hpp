@@ -1,0 +1,25 @@
+// --nonfinite, --subgroup-max and --tile-loads: the per-driver shader-form
+// rules' choices (DriverRules), taken alike by `bench` and `conformance`.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "vksoftmax/plan.hpp"
+
+namespace vksoftmax::cli {
+
+// The options' words as given; empty: automatic.
+struct DriverRuleArgs {
+    std::string nonfinite, subgroup_max, tile_loads;
+};
+
+// Adds the three options to `sub`, writing into `args`; each help text
+// starts with `help_prefix` ("Tuning: " in bench).
+void add_driver_rule_options(CLI::App& sub, DriverRuleArgs& args, const std::string& help_prefix = "");
+
+// The choices `args` name; a word no rule takes is Error(invalid_argument)
+// quoting the option and the words it takes.
+DriverRules parse_driver_rules(const DriverRuleArgs& args);
+
+}  // namespace vksoftmax::cli
