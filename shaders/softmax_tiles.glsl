@@ -21,7 +21,28 @@ vec4 slots[SLOTS];
 #include "softmax_attention.glsl"
 struct Span { uint base; uint stride; uint first; uint end; RowAttention attn; };
 #define ATTEND(row, col, x) attend(row.attn, col, x)
-#define ATTEND4(row, col, v) attend4(row.attn, col, v)
+// Causal tiles (no mask buffer) of more than 4 slots load every vector,
+// each behind its branch as before, and take the logits in a loop of their
+// own after: the loads of one tile then issue together. H200, causal, us
+// (bench/NOTES.md, v77): f16 (1, 32, 2048, 2048), workgroup rows of 8
+// slots, 114.4 -> 109.2, bf16 121.8 -> 118.9; f16 (1, 1, 8192, 8192) at 16
+// slots 74.3 -> 65.6. At 4 slots ((8, 32, 512, 512)) slower, f16 58.4 ->
+// 61.3, bf16 63.8 -> 67.4, so those keep their logits beside their loads,
+// as do single-pass chunks (not timed in this form) and fp32 workgroup
+// rows (level). Subgroup rows of 8 slots are faster so (v78: f16 (1, 32,
+// 1024, 1024) 32.0 -> 29.5, bf16 33.5 -> 31.8, fp32 53.9 -> 53.1), but
+// lavapipe takes 18 s against 10 to compile the f16 module at subgroup
+// size 16: subgroup rows take this form with TILE_LOADS_TOGETHER only.
+#ifdef SINGLE_PASS
+const bool ATTENTION_LOGITS_AFTER = false;
+#else
+const bool ATTENTION_LOGITS_AFTER = CAUSAL && MASK == MASK_NONE && SLOTS > 4u &&
+                                    (SUBGROUP_ROWS ? TILE_LOADS_TOGETHER && VEC >= 4u : VEC == 8u);
+#endif
+bool attention_logits_after() { return ATTENTION_LOGITS_AFTER; }
+// A whole 4-wide vector's logits as load_slot() loads it, unless its tile
+// takes them after all of its loads (load_tile()).
+#define ATTEND4(row, col, v) (attention_logits_after() ? (v) : attend4(row.attn, col, v))
 // Where a span's loads end: a causal row's columns past q + offset are
 // -inf whatever they hold, so they are not read (their outputs are still
 // written).
@@ -180,25 +201,6 @@ const bool ATTENTION_LOADS_FIRST = MASK != MASK_NONE && !ODD_ROWS && VEC == 4u;
 // Read through this function (glslang 12 emits a specialization constant's
 // operation in the first function body that reads it).
 bool attention_loads_first() { return ATTENTION_LOADS_FIRST; }
-// Causal tiles (no mask buffer) of more than 4 slots load every vector,
-// each behind its branch as before, and take the logits in a loop of their
-// own after: the loads of one tile then issue together. H200, causal, us
-// (bench/NOTES.md, v77): f16 (1, 32, 2048, 2048), workgroup rows of 8
-// slots, 114.4 -> 109.2, bf16 121.8 -> 118.9; f16 (1, 1, 8192, 8192) at 16
-// slots 74.3 -> 65.6. At 4 slots ((8, 32, 512, 512)) slower, f16 58.4 ->
-// 61.3, bf16 63.8 -> 67.4, so those keep their logits beside their loads,
-// as do single-pass chunks (not timed in this form) and fp32 workgroup
-// rows (level). Subgroup rows of 8 slots are faster so (v78: f16 (1, 32,
-// 1024, 1024) 32.0 -> 29.5, bf16 33.5 -> 31.8, fp32 53.9 -> 53.1), but
-// lavapipe takes 18 s against 10 to compile the f16 module at subgroup
-// size 16: subgroup rows take this form with TILE_LOADS_TOGETHER only.
-#ifdef SINGLE_PASS
-const bool ATTENTION_LOGITS_AFTER = false;
-#else
-const bool ATTENTION_LOGITS_AFTER = CAUSAL && MASK == MASK_NONE && SLOTS > 4u &&
-                                    (SUBGROUP_ROWS ? TILE_LOADS_TOGETHER && VEC >= 4u : VEC == 8u);
-#endif
-bool attention_logits_after() { return ATTENTION_LOGITS_AFTER; }
 void load_attention_tile(Span row, uint tile_begin, uint lanes, uint lane) {
     const uint step = VEC / 4u;  // the slots one vector fills
     uvec4 mask_bits[SLOTS];
@@ -224,21 +226,6 @@ void load_attention_tile(Span row, uint tile_begin, uint lanes, uint lane) {
             attend8_loaded(row.attn, i - row.first, mask_bits[j], slots[j], slots[j + 1u]);
         else
             slots[j] = attend4_loaded(row.attn, i - row.first, slots[j], mask_bits[j]);
-    }
-}
-
-// The tile at tile_begin of a span of 4-wide accesses, the logits of its
-// whole vectors taken after all of its loads (ATTENTION_LOGITS_AFTER; the
-// 8-wide form is in load_tile()).
-void load_tile_logits_after4(Span row, uint tile_begin, uint lanes, uint lane) {
-    for (uint j = 0u; j < SLOTS; ++j) {
-        uint i = tile_vector(tile_begin, j, lanes, lane);
-        if (!whole_vector(row, i)) slots[j] = load_part(row, i);
-        else slots[j] = i < LOAD_END(row) ? LOAD4((row.base + i) >> 2) : vec4(MISSING);
-    }
-    for (uint j = 0u; j < SLOTS; ++j) {
-        uint i = tile_vector(tile_begin, j, lanes, lane);
-        if (whole_vector(row, i) && i < LOAD_END(row)) slots[j] = attend4(row.attn, i - row.first, slots[j]);
     }
 }
 #endif
@@ -285,13 +272,15 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
         }
 #endif
     } else {
+        for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(row, tile_begin, j, lanes, lane SOURCE_ARG);
 #ifdef ATTENTION
         if (VEC == 4u && attention_logits_after()) {
-            load_tile_logits_after4(row, tile_begin, lanes, lane);
-            return;
+            for (uint j = 0u; j < SLOTS; ++j) {
+                uint i = tile_vector(tile_begin, j, lanes, lane);
+                if (whole_vector(row, i) && i < LOAD_END(row)) slots[j] = attend4(row.attn, i - row.first, slots[j]);
+            }
         }
 #endif
-        for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(row, tile_begin, j, lanes, lane SOURCE_ARG);
     }
 }
 
