@@ -156,6 +156,15 @@ struct Row {
 // workspace.
 Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffers);
 
+// The row the bench reports for a run's first case, measured again after
+// its last (`again`): again's timing, `first`'s copy ceilings (timed right
+// after it), first's median in first_median_us, and both checks (wrong
+// if either was, the larger error). On the
+// H200 the first case of a run has twice taken twice its time through
+// two timings that agreed (206.5 us where the same case took 108.5 in
+// other runs, bench/NOTES.md v79, v80), which settle() cannot catch.
+Row reprised(const Row& first, Row again);
+
 // copy.comp over `bytes` of input (bytes read + written counted), on
 // `buffers` where given, back to back with the barrier the cases get: the
 // ceiling at that size (tens of MB back to back partly stay in L2). With

@@ -188,10 +188,8 @@ void report_retimed(const std::string& what, const bench::Timing& t) {
 }
 
 // The run's first case, measured again after the last, its second timing
-// kept: on the H200 the first case of a run has twice taken twice its
-// time in two timings that agreed (206.5 us where the same case took 108.5
-// in other runs, bench/NOTES.md v79, v80), which settle() cannot catch.
-// Where the two disagree, stderr says so and the JSON keeps the first.
+// kept (bench::reprised()). Where the two disagree, stderr says so; the
+// JSON keeps the first as first_median_us.
 void reprise_first_case(Context& ctx, const bench::Case& c, const bench::Options& o, const bench::Buffers* buffers,
                         Measured& m) {
     bench::Row again = bench::measure(ctx, c, o, buffers);
@@ -200,11 +198,7 @@ void reprise_first_case(Context& ctx, const bench::Case& c, const bench::Options
     if (!bench::timings_agree(first.t, again.t))
         fmt::print(stderr, "bench: {} {}: {:.2f} us first, {:.2f} us after the last case; the second kept\n",
                    dtype_name(c.dtype), c.name(), first.t.median_us, again.t.median_us);
-    again.first_median_us = first.t.median_us;
-    again.ceiling = first.ceiling;
-    again.read_ceiling = first.read_ceiling;
-    again.write_ceiling = first.write_ceiling;
-    first = std::move(again);
+    first = bench::reprised(first, std::move(again));
 }
 
 // The floor and the copy ceiling over the largest case, then every case,

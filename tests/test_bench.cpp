@@ -54,6 +54,34 @@ TEST(BenchTiming, AtMostFourTimingsWhenNoneAgree) {
     EXPECT_FALSE(t.settled) << "the last two (30, 40) disagreed";
 }
 
+TEST(BenchTiming, FirstCaseAgainKeepsItsSecondTimingAndFirstCeilings) {
+    // As an H200 ran causal f16 (1, 32, 2048, 2048) first in a run, then elsewhere (bench/NOTES.md, v79).
+    Row first, again;
+    first.t = timing_of(206.5);
+    first.ceiling = timing_of(110.0);
+    first.read_ceiling = timing_of(60.0);
+    first.write_ceiling = timing_of(55.0);
+    first.verified = true;
+    first.max_rel_error = 2e-6;
+    again.t = timing_of(108.5);
+    again.verified = false;
+    again.max_rel_error = 5e-1;
+    const Row row = reprised(first, again);
+    EXPECT_DOUBLE_EQ(row.t.median_us, 108.5) << "the timing taken after the last case is reported";
+    EXPECT_DOUBLE_EQ(row.first_median_us, 206.5) << "the first timing is kept beside it";
+    EXPECT_DOUBLE_EQ(row.ceiling.median_us, 110.0) << "the copy ceiling timed beside the first is kept";
+    EXPECT_DOUBLE_EQ(row.read_ceiling.median_us, 60.0);
+    EXPECT_DOUBLE_EQ(row.write_ceiling.median_us, 55.0);
+    EXPECT_FALSE(row.verified) << "a wrong result in the second measurement stands";
+    EXPECT_DOUBLE_EQ(row.max_rel_error, 5e-1) << "the larger of the two errors";
+    Row right = again;
+    right.verified = true;
+    right.max_rel_error = 1e-6;
+    first.verified = false;
+    EXPECT_FALSE(reprised(first, right).verified) << "a wrong result in the first measurement stands too";
+    EXPECT_DOUBLE_EQ(reprised(first, right).max_rel_error, 2e-6);
+}
+
 TEST(BenchTiming, AgreementIsWithinThreePercentOfTheSmaller) {
     EXPECT_TRUE(timings_agree(timing_of(10.0), timing_of(10.29))) << "0.29 is under 3% of 10";
     EXPECT_TRUE(timings_agree(timing_of(10.29), timing_of(10.0))) << "the order does not matter";
