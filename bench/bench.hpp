@@ -158,11 +158,11 @@ Row measure(Context& ctx, const Case& c, const Options& o, const Buffers* buffer
 
 // The row the bench reports for a run's first case, measured again after
 // its last (`again`): again's timing, `first`'s copy ceilings (timed right
-// after it), first's median in first_median_us, and both checks (wrong
-// if either was, the larger error). On the
-// H200 the first case of a run has twice taken twice its time through
-// two timings that agreed (206.5 us where the same case took 108.5 in
-// other runs, bench/NOTES.md v79, v80), which settle() cannot catch.
+// after it), first's median in first_median_us, and both checks (wrong if
+// either was, the larger error). On the H200 the first case of a run has
+// twice taken twice its time through two timings that agreed (206.5 us
+// where the same case took 108.5 in other runs, bench/NOTES.md v79, v80),
+// which settle() cannot catch.
 Row reprised(const Row& first, Row again);
 
 // copy.comp over `bytes` of input (bytes read + written counted), on

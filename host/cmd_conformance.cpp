@@ -235,7 +235,6 @@ nlohmann::json stress_first(const ConformanceArgs& a, const std::string& selecto
     return single_pass;
 }
 
-// The catalogue on one device: its table on stdout, its part of the report.
 // What each per-driver rule chose on `d` under `rules`, and why: the
 // report's "nonfinite", "subgroup_max" (for single rows) and "tile_loads".
 nlohmann::json rules_report(const DeviceInfo& d, const DriverRules& rules) {
@@ -256,6 +255,7 @@ nlohmann::json rules_report(const DeviceInfo& d, const DriverRules& rules) {
               {"reason", tile_loads.reason}}}};
 }
 
+// The catalogue on one device: its table on stdout, its part of the report.
 nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& selector, const conformance::Options& o,
                              Counts& counts) {
     ContextOptions co;
