@@ -119,6 +119,11 @@ constexpr int kMaxTimings = 4;
 constexpr double kFollowWarmupMs = 100;
 inline double follow_warmup_ms(const Options& o) { return o.warmup_ms < kFollowWarmupMs ? o.warmup_ms : kFollowWarmupMs; }
 bool timings_agree(const Timing& a, const Timing& b);
+// Whether `ctx`'s device lowers its clock when idle, so that the time
+// between timings matters: a GPU; not a CPU device (lavapipe), where the
+// bench neither keeps the device busy while the reference is computed nor
+// times the first case again.
+bool clock_drops_when_idle(const Context& ctx);
 // `first`, then `next()` until two timings in a row agree, kMaxTimings in
 // all at most: the last, with the medians before it that the timing after
 // them did not confirm, and whether the last two agreed.

@@ -28,7 +28,7 @@ struct ConformanceArgs {
     bool quick = false, failures_only = false, no_uniform_control_flow = false;
     bool stress_only = false;  // the child's part: the stress case, as JSON on stdout
     std::string single_pass;   // never: leave the single-pass path (and its stress case) out
-    DriverRuleArgs rules;      // PlanOptions::rules for every forward variant
+    DriverRuleArgs rules;      // PlanOptions::rules for every variant and the stress case
     unsigned watchdog_seconds = 120;
 };
 
@@ -80,6 +80,9 @@ StressOutcome stress_in_child(const ConformanceArgs& a, const std::string& selec
     self[n] = 0;
     std::vector<std::string> args = {self, "conformance", "--stress-only", "--device", selector};
     if (a.no_uniform_control_flow) args.push_back("--no-uniform-control-flow");
+    // The forced driver-rule choices reach the stress case as they reach
+    // the catalogue's variants.
+    for (const std::string& word : driver_rule_arguments(a.rules)) args.push_back(word);
     std::vector<char*> argv;
     for (std::string& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
@@ -137,7 +140,8 @@ int stress_only(const ConformanceArgs& a) {
     co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
     Context ctx(co);
     nlohmann::json results = nlohmann::json::array();
-    for (const auto& r : conformance::stress_single_pass(ctx)) results.push_back(to_json(r));
+    for (const auto& r : conformance::stress_single_pass(ctx, parse_driver_rules(a.rules)))
+        results.push_back(to_json(r));
     fmt::print("{}\n", results.dump());
     return int(Exit::ok);
 }

@@ -1,5 +1,7 @@
 #include "driver_rule_options.hpp"
 
+#include <utility>
+
 #include "commands.hpp"
 
 namespace vksoftmax::cli {
@@ -37,6 +39,15 @@ DriverRules parse_driver_rules(const DriverRuleArgs& args) {
     rules.subgroup_max = parse_choice("--subgroup-max", args.subgroup_max, maxima, subgroup_max_name);
     rules.tile_loads = parse_choice("--tile-loads", args.tile_loads, loads, tile_loads_name);
     return rules;
+}
+
+std::vector<std::string> driver_rule_arguments(const DriverRuleArgs& args) {
+    std::vector<std::string> words;
+    const std::pair<const char*, const std::string*> options[] = {
+        {"--nonfinite", &args.nonfinite}, {"--subgroup-max", &args.subgroup_max}, {"--tile-loads", &args.tile_loads}};
+    for (const auto& [option, text] : options)
+        if (!text->empty()) words.insert(words.end(), {option, *text});
+    return words;
 }
 
 }  // namespace vksoftmax::cli

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "vksoftmax/plan.hpp"
 
@@ -21,5 +22,10 @@ void add_driver_rule_options(CLI::App& sub, DriverRuleArgs& args, const std::str
 // The choices `args` name; a word no rule takes is Error(invalid_argument)
 // quoting the option and the words it takes.
 DriverRules parse_driver_rules(const DriverRuleArgs& args);
+
+// The options `args` gives, as command-line words ("--nonfinite", "by-sum",
+// ...), for a child process to take the same choices; none where all are
+// automatic.
+std::vector<std::string> driver_rule_arguments(const DriverRuleArgs& args);
 
 }  // namespace vksoftmax::cli

@@ -551,7 +551,7 @@ std::vector<Result> run(Context& ctx, const Options& options, const std::functio
     return results;
 }
 
-std::vector<Result> stress_single_pass(Context& ctx) {
+std::vector<Result> stress_single_pass(Context& ctx, const DriverRules& rules) {
     std::vector<Result> results;
     const DeviceInfo& d = ctx.info();
     if (!single_pass_rule(d, SinglePass::allowed).allowed) return results;
@@ -572,8 +572,7 @@ std::vector<Result> stress_single_pass(Context& ctx) {
         for (uint32_t patience : {0u, 1u}) {
             Variant v{Path::single_pass, d.subgroup_arithmetic() ? Reduction::subgroup : Reduction::shared,
                       Precision::fast, 0, patience};
-            // The device's own rule choices (automatic), whatever the catalogue forces.
-            results.push_back(checked(ctx, c, v, DriverRules{}, rng));
+            results.push_back(checked(ctx, c, v, rules, rng));
         }
     return results;
 }

@@ -55,7 +55,8 @@ std::vector<Result> run(Context& ctx, const Options& options,
 // workgroup itself), softmax and its backward pass. It runs in the caller's process and needs a driver
 // that keeps dispatching workgroups while others wait: run it under a
 // watchdog (`vksoftmax conformance` runs it in a child process it kills
-// after a timeout). Empty where the device cannot take the path.
-std::vector<Result> stress_single_pass(Context& ctx);
+// after a timeout). Empty where the device cannot take the path. `rules`:
+// the shader forms' per-driver choices its plans take (Options::rules).
+std::vector<Result> stress_single_pass(Context& ctx, const DriverRules& rules = {});
 
 }  // namespace vksoftmax::conformance
