@@ -1296,7 +1296,8 @@ TEST(Plan, OddRowsInChunksOf4096) {
 // 256 x 8 (f32 problems, f16 batches and bf16 batches of rows a workgroup
 // could hold: up to two workgroups a multiprocessor), else 16384 at 512 x 8 where those fill more than half
 // (16-bit types: in batches of 8 rows or more); at most 64 chunks a row,
-// 32 past half a wave; each chunk the count's share of the row. Past that,
+// 32 past half a wave, a single row 128 of 8192; each chunk the count's
+// share of the row. Past that,
 // two dispatches, or a resident batch (6 MiB or more, or held chunks of
 // 8192 at most 3 a multiprocessor); a forced chunk takes the path where it
 // makes one such wave.
@@ -1312,12 +1313,13 @@ TEST(Plan, ForwardRowsSpreadOverOneWave) {
           WaveCase{16, 100000, Dtype::f32, 6256, 256, 256, 8}, WaveCase{32, 65536, Dtype::f16, 8192, 256, 256, 8},
           WaveCase{6, 262144, Dtype::f32, 8192, 192, 256, 8}, WaveCase{12, 100000, Dtype::bf16, 12504, 96, 512, 8},
           WaveCase{16, 131072, Dtype::f32, 8192, 256, 256, 8}, WaveCase{16, 131072, Dtype::bf16, 16384, 128, 512, 8},
-          WaveCase{3, 524288, Dtype::f32, 16384, 96, 512, 8}})
+          WaveCase{3, 524288, Dtype::f32, 16384, 96, 512, 8},
+          // A single row: up to 128 chunks of 8192 in one wave.
+          WaveCase{1, 524289, Dtype::f32, 4104, 128, 256, 8}, WaveCase{1, 1u << 20, Dtype::bf16, 8192, 128, 256, 8}})
         expect_wave_geometry(h100, c, true, false);
     expect_paths(h100, {
-        {1, 524289, Dtype::f32, Path::split},    // 128 chunks of 8192, or 64 of 16384 at half a wave
+        {1, (1u << 20) + 1, Dtype::f32, Path::split},  // 129 chunks of 8192, or 65 of 16384 at half a wave
         {2, 524288, Dtype::f16, Path::split},    // 64 of 8192 a row over a whole wave
-        {1, 1u << 20, Dtype::bf16, Path::split},
         {4, 1u << 20, Dtype::f32, Path::split},  // 256 workgroups of 16384
         {40, 65536, Dtype::f16, Path::single_pass},  // past a wave: 320 held chunks of 8192 (5 MiB)
         {6, 262144, Dtype::f16, Path::split},    // 16-bit: chunks of 16384 for batches only

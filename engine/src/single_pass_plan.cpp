@@ -140,7 +140,8 @@ uint32_t wave_workgroup(uint64_t chunk) {
 // for 16-bit types only in batches; each time at most
 // kSinglePassSpreadMaxChunks a row, half that past half a wave (the
 // partials each lane of the gathering subgroup waits for: a second costs
-// about a round trip, v36). 0 where none fits. H100 (580.159.04;
+// about a round trip, v36), but a single row up to
+// kSinglePassSingleRowMaxChunks of 8192 in one wave. 0 where none fits. H100 (580.159.04;
 // bench/NOTES.md, v40), us, two dispatches against the chunk taken, f32 /
 // f16 / bf16:
 // - 4096: 2x131072 (64 workgroups) 8.44 / 8.23 / 8.35 against 7.65 /
@@ -176,7 +177,8 @@ uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
     for (const uint64_t chunk : {kSinglePassMinChunk, kSinglePassHeldChunk, kSinglePassBatchChunk}) {
         const uint64_t grid = wave_grid(problem, l, chunk);
         const bool half = 2 * grid <= l.multiprocessors;
-        const uint64_t most = half ? kSinglePassSpreadMaxChunks : kSinglePassSpreadMaxChunks / 2;
+        uint64_t most = half ? kSinglePassSpreadMaxChunks : kSinglePassSpreadMaxChunks / 2;
+        if (rows == 1 && chunk == kSinglePassHeldChunk && grid <= l.multiprocessors) most = kSinglePassSingleRowMaxChunks;
         const uint64_t waves = chunk == kSinglePassHeldChunk && two_per_multiprocessor ? kSinglePassHeldChunkWaves : 1;
         if (grid > waves * l.multiprocessors || grid / rows > most || wave_workgroup(chunk) > l.max_workgroup)
             continue;

@@ -257,6 +257,13 @@ constexpr uint64_t kSinglePassOddRowMaxChunks = 16;
 // (-1% to +3%), 1x524288 in 64 of 8192 4-6% faster; f16 2x524288 in 64 of
 // 8192 a row over a whole wave 3% slower (bench/NOTES.md, v37, v40).
 constexpr uint64_t kSinglePassSpreadMaxChunks = 64;
+// ... except a single row in chunks of kSinglePassHeldChunk, one workgroup
+// a multiprocessor: up to this many (each lane of the gathering subgroup
+// then loads 4 partials at once, GATHER_AHEAD). H200 (580.159.04;
+// bench/NOTES.md, v81), us, two dispatches against 128 chunks of 8192,
+// two rounds: f32 1x1048576 9.62 / 9.48 against 7.05 / 6.99, f16 8.59 /
+// 8.79 against 6.73 / 6.89.
+constexpr uint64_t kSinglePassSingleRowMaxChunks = 128;
 // The most partials a lane gathering a single-pass row loads at once in a
 // polling round (GATHER_AHEAD; gather_ahead() in single_pass_plan.cpp).
 constexpr uint32_t kSinglePassGatherAhead = 4;
