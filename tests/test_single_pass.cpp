@@ -254,12 +254,13 @@ TEST_F(SinglePassTest, IntegerKeyMaxima) {
 // The plan's own geometry on single rows of vocabulary size and on batches
 // of them, both dtypes: the shapes the path is for. Where the device counts
 // its multiprocessors (132 on an H100), 1x524288 and 2x262144 take one
-// wave of chunks held at 256 x 8, 16x100000 two workgroups of them a
-// multiprocessor, and f32 3x524288 one wave at 512 x 8, each chunk the
-// count's share of the row.
+// wave of chunks held at 256 x 8, 1x1048576 a wave of 128 of them (each
+// lane of the gathering subgroup loading 4 partials at once), 16x100000
+// two workgroups of them a multiprocessor, and f32 3x524288 one wave at
+// 512 x 8, each chunk the count's share of the row.
 TEST_F(SinglePassTest, VocabularyRows) {
     for (const auto& [rows, cols] : {std::pair<uint64_t, uint64_t>{1, 32000}, {1, 151936}, {4, 50257}, {33, 8193},
-                                     {1, 524288}, {2, 262144}, {16, 100000}, {3, 524288}})
+                                     {1, 524288}, {1, 1u << 20}, {2, 262144}, {16, 100000}, {3, 524288}})
         for (Dtype dt : {Dtype::f32, Dtype::f16}) {
             const Problem p = rows_of(rows, cols, dt);
             const uint32_t seed = fresh_seed();
