@@ -141,9 +141,9 @@ uint32_t wave_workgroup(uint64_t chunk) {
 // kSinglePassSpreadMaxChunks a row, half that past half a wave (the
 // partials each lane of the gathering subgroup waits for: a second costs
 // about a round trip, v36), but a single row up to
-// kSinglePassSingleRowMaxChunks of 8192 in one wave. 0 where none fits. H100 (580.159.04;
-// bench/NOTES.md, v40), us, two dispatches against the chunk taken, f32 /
-// f16 / bf16:
+// kSinglePassSingleRowMaxChunks of 8192 in one wave. 0 where none fits.
+// H100 (580.159.04; bench/NOTES.md, v40), us, two dispatches against the
+// chunk taken, f32 / f16 / bf16:
 // - 4096: 2x131072 (64 workgroups) 8.44 / 8.23 / 8.35 against 7.65 /
 //   7.41 / 7.47; in a full wave slower than 8192 at half (f16 4x131072
 //   8.18 against 7.72);

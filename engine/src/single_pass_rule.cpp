@@ -59,8 +59,9 @@ constexpr SinglePassVendor kSinglePassVendors[] = {
     // rows too (bf16 64x32000 6.5 vs 7.8, v72).
     {0x10DE, Takes::resident_batches,
      "NVIDIA: faster than two dispatches on rows that one wave of held chunks covers, at most 64 chunks a row "
-     "(H100, 580.159.04), a single row 128 (H200), and on other batches of at least 8 long rows of 6 to 40 MiB in all, with a grid of at most "
-     "4 workgroups per multiprocessor and chunks at least 3/4 full (H100; past 32 MiB, H200), and than a "
+     "(H100, 580.159.04), a single row 128 (H200), and on other batches of at least 8 long rows of 6 to 40 MiB "
+     "in all, with a grid of at most 4 workgroups per multiprocessor and chunks at least 3/4 full (H100; past "
+     "32 MiB, H200), and than a "
      "workgroup a row on rows whose chunks of at most 8192 make one wave (chunks of 8192: two): forward "
      "from 16384 elements and over 32 KB in at least 3 chunks, backward from 24576 elements and backward batches "
      "as forward rows (H200); two dispatches elsewhere"},
