@@ -1,33 +1,44 @@
 #include "driver_rule_options.hpp"
 
-#include <utility>
-
 #include "commands.hpp"
 
 namespace vksoftmax::cli {
 
 namespace {
 
-constexpr const char* kNonfiniteHelp =
-    "How a row's NaN and +inf are found: automatic (default: by-sum on the drivers whose exp2 is known to give 0 for "
-    "-inf and NaN for NaN, else each-element), each-element (every element tested), by-sum (the row's sum tested once)";
+// One option: its name, the DriverRuleArgs field it fills, its help text.
+// add_driver_rule_options(), parse_driver_rules() and
+// driver_rule_arguments() all name the options from here.
+struct RuleOption {
+    const char* name;
+    std::string DriverRuleArgs::*words;
+    const char* help;
+};
 
-constexpr const char* kSubgroupMaxHelp =
+constexpr RuleOption kNonfiniteOption{
+    "--nonfinite", &DriverRuleArgs::nonfinite,
+    "How a row's NaN and +inf are found: automatic (default: by-sum on the drivers whose exp2 is known to give 0 for "
+    "-inf and NaN for NaN, else each-element), each-element (every element tested), by-sum (the row's sum tested "
+    "once)"};
+
+constexpr RuleOption kSubgroupMaxOption{
+    "--subgroup-max", &DriverRuleArgs::subgroup_max,
     "How the single-pass and workgroup-row paths take a subgroup's max: automatic (default: integer keys for single "
     "rows on the drivers where they were measured faster, else float), float, integer-keys (on every forward "
-    "single-pass or workgroup-row problem without attention options)";
+    "single-pass or workgroup-row problem without attention options)"};
 
-constexpr const char* kTileLoadsHelp =
+constexpr RuleOption kTileLoadsOption{
+    "--tile-loads", &DriverRuleArgs::tile_loads,
     "How attention subgroup rows load a tile: automatic (default: together on the drivers where it was measured "
     "faster, else in-branches), in-branches (each vector's load and logits in a branch of its own), together (a "
-    "tile's loads issued before its logits)";
+    "tile's loads issued before its logits)"};
+
+constexpr RuleOption kRuleOptions[] = {kNonfiniteOption, kSubgroupMaxOption, kTileLoadsOption};
 
 }  // namespace
 
 void add_driver_rule_options(CLI::App& sub, DriverRuleArgs& args, const std::string& help_prefix) {
-    sub.add_option("--nonfinite", args.nonfinite, help_prefix + kNonfiniteHelp);
-    sub.add_option("--subgroup-max", args.subgroup_max, help_prefix + kSubgroupMaxHelp);
-    sub.add_option("--tile-loads", args.tile_loads, help_prefix + kTileLoadsHelp);
+    for (const RuleOption& o : kRuleOptions) sub.add_option(o.name, args.*o.words, help_prefix + o.help);
 }
 
 DriverRules parse_driver_rules(const DriverRuleArgs& args) {
@@ -35,18 +46,16 @@ DriverRules parse_driver_rules(const DriverRuleArgs& args) {
     constexpr SubgroupMax maxima[] = {SubgroupMax::automatic, SubgroupMax::float_max, SubgroupMax::integer_keys};
     constexpr TileLoads loads[] = {TileLoads::automatic, TileLoads::in_branches, TileLoads::together};
     DriverRules rules;
-    rules.nonfinite = parse_choice("--nonfinite", args.nonfinite, checks, nonfinite_check_name);
-    rules.subgroup_max = parse_choice("--subgroup-max", args.subgroup_max, maxima, subgroup_max_name);
-    rules.tile_loads = parse_choice("--tile-loads", args.tile_loads, loads, tile_loads_name);
+    rules.nonfinite = parse_choice(kNonfiniteOption.name, args.nonfinite, checks, nonfinite_check_name);
+    rules.subgroup_max = parse_choice(kSubgroupMaxOption.name, args.subgroup_max, maxima, subgroup_max_name);
+    rules.tile_loads = parse_choice(kTileLoadsOption.name, args.tile_loads, loads, tile_loads_name);
     return rules;
 }
 
 std::vector<std::string> driver_rule_arguments(const DriverRuleArgs& args) {
     std::vector<std::string> words;
-    const std::pair<const char*, const std::string*> options[] = {
-        {"--nonfinite", &args.nonfinite}, {"--subgroup-max", &args.subgroup_max}, {"--tile-loads", &args.tile_loads}};
-    for (const auto& [option, text] : options)
-        if (!text->empty()) words.insert(words.end(), {option, *text});
+    for (const RuleOption& o : kRuleOptions)
+        if (!(args.*o.words).empty()) words.insert(words.end(), {o.name, args.*o.words});
     return words;
 }
 

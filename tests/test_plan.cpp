@@ -1314,7 +1314,7 @@ TEST(Plan, ForwardRowsSpreadOverOneWave) {
           WaveCase{6, 262144, Dtype::f32, 8192, 192, 256, 8}, WaveCase{12, 100000, Dtype::bf16, 12504, 96, 512, 8},
           WaveCase{16, 131072, Dtype::f32, 8192, 256, 256, 8}, WaveCase{16, 131072, Dtype::bf16, 16384, 128, 512, 8},
           WaveCase{3, 524288, Dtype::f32, 16384, 96, 512, 8},
-          // A single row: up to 128 chunks of 8192 in one wave.
+          // A single row: up to 128 held chunks (tiles of 8192) in one wave, each the count's share.
           WaveCase{1, 524289, Dtype::f32, 4104, 128, 256, 8}, WaveCase{1, 1u << 20, Dtype::bf16, 8192, 128, 256, 8}})
         expect_wave_geometry(h100, c, true, false);
     expect_paths(h100, {
