@@ -181,12 +181,13 @@ TEST_F(BackwardTest, EveryKindAgainstTheReference) {
     EXPECT_EQ(on_every_case(kinds, check), (full_sweeps() ? 6u : 3u) * kinds.size()) << "cases run";
 }
 
-// Batches and fewer rows the plan spreads over one wave on a device that
-// counts its multiprocessors (wave_chunk() in single_pass_plan.cpp: chunks of
-// 4096-16384, or the count's share of rows that are not a multiple of it,
-// each held in one tile; 16-bit batches of one wave of whole chunks of
-// 16384, held_wave_batch()), with the plan's own path and geometry, against
-// the reference; elsewhere the same shapes on that device's plan.
+// Batches, fewer rows and single rows the plan spreads over one wave on a
+// device that counts its multiprocessors (wave_chunk() in
+// single_pass_plan.cpp: chunks of 4096-16384, or the count's share of rows
+// that are not a multiple of it, each held in one tile; 16-bit batches of
+// one wave of whole chunks of 16384, held_wave_batch()), with the plan's
+// own path and geometry, against the reference; elsewhere the same shapes
+// on that device's plan.
 TEST_F(BackwardTest, ProblemsOfOneWave) {
     expect_held_chunks_against_reference(
         {HeldCase{8, 65536, Dtype::f32, false}, HeldCase{16, 65536, Dtype::f16, true},
@@ -194,7 +195,8 @@ TEST_F(BackwardTest, ProblemsOfOneWave) {
          HeldCase{16, 100000, Dtype::f16, false}, HeldCase{2, 524288, Dtype::f32, false},
          HeldCase{3, 300000, Dtype::f32, true}, HeldCase{7, 100000, Dtype::bf16, false},
          HeldCase{2, 524288, Dtype::f16, false}, HeldCase{3, 262144, Dtype::bf16, true},
-         HeldCase{16, 131072, Dtype::f16, false}, HeldCase{32, 65536, Dtype::bf16, true}},
+         HeldCase{16, 131072, Dtype::f16, false}, HeldCase{32, 65536, Dtype::bf16, true},
+         HeldCase{1, 1u << 20, Dtype::f32, true}, HeldCase{1, 1100000, Dtype::bf16, false}},
         1);
 }
 

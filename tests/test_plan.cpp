@@ -1293,11 +1293,12 @@ TEST(Plan, OddRowsInChunksOf4096) {
 // On NVIDIA forward rows past a workgroup row take one dispatch where one
 // wave of held chunks covers them (132 multiprocessors here): chunks of
 // 4096 at 256 x 4 where they fill at most half the wave, else 8192 at
-// 256 x 8 (f32 problems, f16 batches and bf16 batches of rows a workgroup
-// could hold: up to two workgroups a multiprocessor), else 16384 at 512 x 8 where those fill more than half
-// (16-bit types: in batches of 8 rows or more); at most 64 chunks a row,
-// 32 past half a wave, a single row 128 of 8192; each chunk the count's
-// share of the row. Past that,
+// 256 x 8 (f32 problems, f16 batches, bf16 batches of rows a workgroup
+// could hold and fewer rows than 8: up to two workgroups a
+// multiprocessor), else 16384 at 512 x 8 where those fill more than half;
+// at most 64 chunks a row, 32 past half a wave, but fewer rows than 8 up
+// to 128 of 8192 in one wave (fp32: 256 in two), 64 in two, and 128 of
+// 16384; each chunk the count's share of the row. Past that,
 // two dispatches, or a resident batch (6 MiB or more, or held chunks of
 // 8192 at most 3 a multiprocessor); a forced chunk takes the path where it
 // makes one such wave.
@@ -1309,21 +1310,28 @@ TEST(Plan, ForwardRowsSpreadOverOneWave) {
           WaveCase{1, 262145, Dtype::f32, 4104, 64, 256, 8}, WaveCase{2, 262144, Dtype::bf16, 8192, 64, 256, 8},
           WaveCase{3, 131072, Dtype::bf16, 8192, 48, 256, 8}, WaveCase{4, 100000, Dtype::f32, 6256, 64, 256, 8},
           WaveCase{8, 65536, Dtype::f16, 8192, 64, 256, 8}, WaveCase{4, 262144, Dtype::f32, 8192, 128, 256, 8},
-          WaveCase{16, 65536, Dtype::f32, 8192, 128, 256, 8}, WaveCase{4, 524288, Dtype::f32, 16384, 128, 512, 8},
+          WaveCase{16, 65536, Dtype::f32, 8192, 128, 256, 8}, WaveCase{4, 524288, Dtype::f32, 8192, 256, 256, 8},
           WaveCase{16, 100000, Dtype::f32, 6256, 256, 256, 8}, WaveCase{32, 65536, Dtype::f16, 8192, 256, 256, 8},
           WaveCase{6, 262144, Dtype::f32, 8192, 192, 256, 8}, WaveCase{12, 100000, Dtype::bf16, 12504, 96, 512, 8},
           WaveCase{16, 131072, Dtype::f32, 8192, 256, 256, 8}, WaveCase{16, 131072, Dtype::bf16, 16384, 128, 512, 8},
-          WaveCase{3, 524288, Dtype::f32, 16384, 96, 512, 8},
-          // A single row: up to 128 held chunks (tiles of 8192) in one wave, each the count's share.
-          WaveCase{1, 524289, Dtype::f32, 4104, 128, 256, 8}, WaveCase{1, 1u << 20, Dtype::bf16, 8192, 128, 256, 8}})
+          // Fewer rows than a batch: held chunks (tiles of 8192) in up to two workgroups a multiprocessor,
+          // fp32 up to 256 a row, 16-bit up to 128 in one wave or 64 in two, each the count's share; else
+          // 16-bit rows in up to 128 chunks of 16384 at 512 x 8 in one wave.
+          WaveCase{1, 524289, Dtype::f32, 4104, 128, 256, 8}, WaveCase{1, 1u << 20, Dtype::bf16, 8192, 128, 256, 8},
+          WaveCase{2, 524288, Dtype::f16, 8192, 128, 256, 8}, WaveCase{2, 300000, Dtype::f32, 4688, 128, 256, 8},
+          WaveCase{2, 1u << 20, Dtype::f32, 8192, 256, 256, 8}, WaveCase{3, 524288, Dtype::f32, 8192, 192, 256, 8},
+          WaveCase{4, 524288, Dtype::bf16, 8192, 256, 256, 8}, WaveCase{6, 262144, Dtype::f16, 8192, 192, 256, 8},
+          WaveCase{1, 1572864, Dtype::f32, 6144, 256, 256, 8}, WaveCase{1, (1u << 20) + 1, Dtype::f32, 4104, 256, 256, 8},
+          WaveCase{2, 786432, Dtype::f16, 12288, 128, 512, 8}, WaveCase{1, 2u << 20, Dtype::bf16, 16384, 128, 512, 8},
+          WaveCase{1, 1572864, Dtype::f16, 12288, 128, 512, 8}})
         expect_wave_geometry(h100, c, true, false);
     expect_paths(h100, {
-        {1, (1u << 20) + 1, Dtype::f32, Path::split},  // 129 chunks of 8192, or 65 of 16384 at half a wave
-        {2, 524288, Dtype::f16, Path::split},    // 64 of 8192 a row over a whole wave
-        {4, 1u << 20, Dtype::f32, Path::split},  // 256 workgroups of 16384
+        {1, (2u << 20) + 1, Dtype::f32, Path::split},  // 257 chunks of 8192, or 129 of 16384
+        {1, (2u << 20) + 1, Dtype::f16, Path::split},
+        {3, 600000, Dtype::bf16, Path::split},   // 384 chunks of 8192, or 192 of 16384
+        {4, 1u << 20, Dtype::f32, Path::split},  // 512 workgroups of 8192, 256 of 16384
+        {5, 524288, Dtype::f16, Path::split},    // 320 of 8192 past two waves; 16-bit: 16384 for batches only
         {40, 65536, Dtype::f16, Path::single_pass},  // past a wave: 320 held chunks of 8192 (5 MiB)
-        {6, 262144, Dtype::f16, Path::split},    // 16-bit: chunks of 16384 for batches only
-        {4, 524288, Dtype::bf16, Path::split},
         {32, 131072, Dtype::f32, Path::single_pass},  // past a wave, 16 MiB: a resident batch
     }, false);
     PlanOptions forced;
@@ -1351,7 +1359,7 @@ TEST(Plan, BackwardSinglePassTakesResidentRows) {
         {4, 262144, Dtype::f32, Path::single_pass},    // 128 workgroups of 8192 rather than 256 of 4096
         {2, 1u << 20, Dtype::f16, Path::single_pass},  // one wave of 128 chunks of 16384, not 512 of 4096
         {4, 1u << 20, Dtype::f32, Path::split},        // 256 workgroups even at 16384
-        {1, 1u << 20, Dtype::f16, Path::split},        // 256 chunks
+        {1, 1u << 20, Dtype::f16, Path::single_pass},  // one wave of 128 chunks of 8192 (BackwardRowsFillAWave)
         {1, 1u << 24, Dtype::f32, Path::split},        // 512 chunks
         {128, 32000, Dtype::f32, Path::workgroup_row}, // held by a workgroup
     }, true);
@@ -1418,11 +1426,11 @@ TEST(Plan, BackwardBatchesFillAWave) {
 }
 
 // Backward rows fewer than a batch whose chunks of 4096 would pass a wave
-// (two dispatches before), from 2 rows: one wave of chunks of 8192 held
-// at 256 x 8, or of 16384 at 512 x 8, each the count's share of the row,
-// where the wave fills more than 2/3 of the multiprocessors. Single rows,
-// emptier waves and rows whose chunks of 16384 pass a wave keep two
-// dispatches; a forced chunk keeps its own.
+// (two dispatches before), single rows too: one wave of chunks of 8192
+// held at 256 x 8, or of 16384 at 512 x 8, each the count's share of the
+// row, where the wave fills more than 2/3 of the multiprocessors. Emptier
+// waves and rows whose chunks of 16384 pass a wave keep two dispatches; a
+// forced chunk keeps its own.
 TEST(Plan, BackwardRowsFillAWave) {
     const DeviceInfo h100 = counted_h100();
     for (const WaveCase& c :
@@ -1431,10 +1439,12 @@ TEST(Plan, BackwardRowsFillAWave) {
           WaveCase{2, 524288, Dtype::f16, 8192, 128, 256, 8}, WaveCase{2, 1u << 20, Dtype::bf16, 16384, 128, 512, 8},
           WaveCase{3, 262144, Dtype::bf16, 8192, 96, 256, 8},
           WaveCase{3, 300000, Dtype::f32, 9376, 96, 512, 8}, WaveCase{7, 100000, Dtype::f16, 6256, 112, 256, 8},
-          WaveCase{6, 262144, Dtype::f16, 16384, 96, 512, 8}})
+          WaveCase{6, 262144, Dtype::f16, 16384, 96, 512, 8},
+          // single rows too
+          WaveCase{1, 1u << 20, Dtype::f32, 8192, 128, 256, 8}, WaveCase{1, 2u << 20, Dtype::bf16, 16384, 128, 512, 8}})
         expect_wave_geometry(h100, c, true, true);
     expect_paths(h100, {
-        {1, 1u << 20, Dtype::f32, Path::split},    // a single row
+        {1, (2u << 20) + 1, Dtype::f32, Path::split},  // 257 chunks of 8192
         {3, 1u << 20, Dtype::f16, Path::split},
         {4, 1u << 20, Dtype::f32, Path::split},    // 256 chunks of 16384
         {2, 4u << 20, Dtype::f32, Path::split},
@@ -1446,8 +1456,8 @@ TEST(Plan, BackwardRowsFillAWave) {
     PlanOptions forced;
     forced.chunk_elements = 4096;
     EXPECT_EQ(choose_path(h100, rows, forced), Path::split) << "4x262144 forced to chunks of 4096: 256 workgroups";
-    EXPECT_EQ(choose_path(h100, rows_of(2, 1u << 20)), Path::split)
-        << "the forward pass of 2x1048576 (64 chunks of 16384 a row over a whole wave)";
+    EXPECT_EQ(choose_path(h100, rows_of(3, 1u << 20, Dtype::f16)), Path::split)
+        << "the forward pass of f16 3x1048576 (384 chunks of 8192: past two waves)";
     EXPECT_EQ(choose_path(h200(), rows), Path::split) << "no multiprocessor count";
 }
 

@@ -50,8 +50,9 @@ bool half_wave_batch(const Problem& problem, const Limits& l) {
 // 8) 9.16 / 8.08 / 8.29 against 8.14 / 7.61 / 7.77; 4x524288 (128 of 16384
 // at 512 x 8) 12.03 / 9.40 / 9.74 against 10.53 / 9.14 / 9.21; 7x100000
 // (112 of 6256) 8.61 / 7.74 / 7.92 against 7.48 / 7.36 / 7.46; f32
-// 2x524288 9.12 against 8.43. Single rows lose (H100, v32: f32 1x1048576 9.64 against
-// 9.81). Two and three rows of 16-bit, H100 (v41), two dispatches against
+// 2x524288 9.12 against 8.43. Single rows lost so on an H100 (v32: f32
+// 1x1048576 9.64 against 9.81) and win on an H200 since a held chunk's
+// statistic takes one exchange (v82: 9.11 against 6.44). Two and three rows of 16-bit, H100 (v41), two dispatches against
 // the wave, f16 / bf16: 2x524288 (128 of 8192) 8.37 / 8.56 against 7.90 /
 // 8.08; 3x262144 (96) 8.07 / 8.27 against 7.60 / 7.84; 2x1048576 (128 of
 // 16384) 9.78 / 10.12 against 9.24 / 9.29, where an H200 found f16 level
@@ -130,18 +131,46 @@ uint32_t wave_workgroup(uint64_t chunk) {
     return static_cast<uint32_t>(std::max<uint64_t>(kSinglePassWorkgroup, chunk / (4 * kSinglePassHeldSlots)));
 }
 
+// The most chunks of `chunk` a row that held_wave_chunk() takes in a grid
+// of `grid` workgroups: kSinglePassSpreadMaxChunks, half that past half a
+// wave (the partials each lane of the gathering subgroup waits for: a
+// second costs about a round trip, v36). Fewer rows than a batch take
+// more: chunks of 8192 up to kSinglePassFewF32RowsMaxChunks in fp32, and
+// in 16-bit types up to kSinglePassFewRowsMaxChunks in one wave or
+// kSinglePassSpreadMaxChunks in two; 16-bit chunks of 16384 up to
+// kSinglePassFewRowsMaxChunks. H200 (580.159.04; bench/NOTES.md, v82), us,
+// means of two rounds, two dispatches against one:
+// - fp32 single rows in 129-256 chunks of 8192, two workgroups a
+//   multiprocessor: 1x1048577 9.90 -> 8.89, 1x1572864 10.82 -> 9.28,
+//   1x2097152 11.76 -> 10.03;
+// - 16-bit rows of more than 64 chunks of 8192 that would take two
+//   workgroups a multiprocessor, in chunks of 16384 at 512 x 8 in one
+//   wave, f16 / bf16: 2x600000 9.15 / 9.32 -> 6.80 / 6.95, 2x1048576 10.03
+//   / 10.23 -> 7.26 / 7.44, 1x1572864 9.61 / 9.61 -> 7.93 / 7.86,
+//   1x2097152 10.38 / 10.51 -> 8.25 / 8.26 (in chunks of 8192 two a
+//   multiprocessor, 2x1048576 7.91 / 8.22, 1x2097152 9.10 / 9.49); single
+//   rows of 8192 in one wave stay there (f16 / bf16 1x1048576 6.78 / 7.17
+//   against 6.84 / 7.48 in chunks of 16384), and so do rows of 64 chunks
+//   or fewer in two (f16 / bf16 6x262144 6.43 / 6.95 against 6.87 / 7.09;
+//   4x524288 level).
+uint64_t wave_row_chunks_most(const Problem& problem, const Limits& l, uint64_t chunk, uint64_t grid) {
+    const bool few = problem.shape.rows() < kSinglePassBatchRows;
+    if (few && chunk == kSinglePassHeldChunk) {
+        if (problem.dtype == Dtype::f32) return kSinglePassFewF32RowsMaxChunks;
+        return grid > l.multiprocessors ? kSinglePassSpreadMaxChunks : kSinglePassFewRowsMaxChunks;
+    }
+    if (few && problem.dtype != Dtype::f32 && chunk == kSinglePassBatchChunk) return kSinglePassFewRowsMaxChunks;
+    return 2 * grid <= l.multiprocessors ? kSinglePassSpreadMaxChunks : kSinglePassSpreadMaxChunks / 2;
+}
+
 // The chunk of a forward problem spread over one wave of held chunks, each
 // in one tile of wave_workgroup(): chunks of kSinglePassMinChunk (256 x 4)
 // where their grid fills at most half the multiprocessors, else of
-// kSinglePassHeldChunk (256 x 8) where they fit one wave (f32 problems,
-// f16 batches and bf16 batches of rows a workgroup could hold: two
-// workgroups a multiprocessor, kSinglePassHeldChunkWaves), else of
-// kSinglePassBatchChunk (512 x 8) where those fill more than half of one,
-// for 16-bit types only in batches; each time at most
-// kSinglePassSpreadMaxChunks a row, half that past half a wave (the
-// partials each lane of the gathering subgroup waits for: a second costs
-// about a round trip, v36), but a single row up to
-// kSinglePassSingleRowMaxChunks of 8192 in one wave. 0 where none fits.
+// kSinglePassHeldChunk (256 x 8) where they fit one wave (fewer rows than
+// a batch, f32 and f16 batches, and bf16 batches of rows a workgroup could
+// hold: two workgroups a multiprocessor, kSinglePassHeldChunkWaves), else
+// of kSinglePassBatchChunk (512 x 8) where those fill more than half of
+// one; each time at most wave_row_chunks_most() a row. 0 where none fits.
 // H100 (580.159.04; bench/NOTES.md, v40), us, two dispatches against the
 // chunk taken, f32 / f16 / bf16:
 // - 4096: 2x131072 (64 workgroups) 8.44 / 8.23 / 8.35 against 7.65 /
@@ -153,17 +182,26 @@ uint32_t wave_workgroup(uint64_t chunk) {
 // - 16384: 16x100000 (128 of 12504) 11.13 / 9.97 / 10.11 against 9.76 /
 //   9.66 / 9.80 (the batch's re-read chunks of 16384: 13.10 in f32);
 //   f32 4x524288 11.95 against 11.13. At half a wave slower than two
-//   dispatches (f32 1x524288 in 32: 8.77 against 9.83), and so are
-//   16-bit rows fewer than a batch (f16 / bf16 6x262144, 96 workgroups,
-//   9.72 / 9.69 against 9.98 / 10.15); so is f16 2x524288 in 64 chunks of
-//   8192 a row over a whole wave (8.92 against 9.16).
+//   dispatches (f32 1x524288 in 32: 8.77 against 9.83).
+// - 8192 for fewer rows than a batch, two workgroups a multiprocessor
+//   (H200, bench/NOTES.md, v82), us, means of two rounds against the plan
+//   before (two dispatches, or 16384 at 512 x 8 one a multiprocessor for
+//   f32 3x524288 and 4x524288), f32 / f16 / bf16: 2x524288 9.46 / 8.61 /
+//   8.69 against 6.48 / 5.99 / 6.23; 3x524288 8.26 / 9.50 / 9.36 against
+//   7.80 / 6.80 / 7.14; 4x524288 8.84 / 10.04 / 10.22 against 8.26 / 7.25
+//   / 7.50; f16 / bf16 6x262144 9.25 / 9.44 against 6.50 / 7.01; f32
+//   2x1048576 11.44 against 9.22. On an H100 16-bit rows fewer than a
+//   batch were slower so (f16 / bf16 6x262144 in 96 workgroups of 16384
+//   9.72 / 9.69 against 9.98 / 10.15; f16 2x524288 in 128 of 8192 8.92
+//   against 9.16; v40), before polling rounds visited only the pending
+//   partials (v64) and a held chunk's statistic took one exchange (v65).
 // - 8192 in two workgroups a multiprocessor rather than 16384 at 512 x 8
 //   in one, since a held chunk's statistic takes one exchange at 256
 //   (H200, bench/NOTES.md, v66), us, means of two runs: f32 16x131072
 //   8.60 -> 7.83, 24x65536 8.10 -> 7.28, 6x262144 8.24 -> 7.52, 5x262144
 //   7.75 -> 7.28; f16 16x131072 7.05 -> 6.66, 24x65536 6.81 -> 6.28,
 //   12x100000 6.56 -> 6.37; bf16 -2% to +3% (12x100000 6.80 -> 7.00,
-//   8x200000 7.04 -> 7.25), so bf16 keeps 512 x 8 for rows past a
+//   8x200000 7.04 -> 7.25), so bf16 batches keep 512 x 8 for rows past a
 //   workgroup row. bf16 batches of rows a workgroup could hold take 256 x 8
 //   two a multiprocessor too (spread_short_rows(); v72, forced, us, the
 //   workgroup row of 1024 x 4 against chunks of 8192: 64x32000 7.87 ->
@@ -171,19 +209,17 @@ uint32_t wave_workgroup(uint64_t chunk) {
 uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
     if (problem.backward || l.multiprocessors == 0) return 0;
     const uint64_t rows = problem.shape.rows();
-    const bool few_16bit = problem.dtype != Dtype::f32 && rows < kSinglePassBatchRows;
     const bool two_per_multiprocessor =
-        problem.dtype == Dtype::f32 || (!few_16bit && (problem.dtype == Dtype::f16 || workgroup_holds_row(problem, l)));
+        rows < kSinglePassBatchRows || problem.dtype != Dtype::bf16 || workgroup_holds_row(problem, l);
     for (const uint64_t chunk : {kSinglePassMinChunk, kSinglePassHeldChunk, kSinglePassBatchChunk}) {
         const uint64_t grid = wave_grid(problem, l, chunk);
         const bool half = 2 * grid <= l.multiprocessors;
-        uint64_t most = half ? kSinglePassSpreadMaxChunks : kSinglePassSpreadMaxChunks / 2;
-        if (rows == 1 && chunk == kSinglePassHeldChunk && grid <= l.multiprocessors) most = kSinglePassSingleRowMaxChunks;
         const uint64_t waves = chunk == kSinglePassHeldChunk && two_per_multiprocessor ? kSinglePassHeldChunkWaves : 1;
-        if (grid > waves * l.multiprocessors || grid / rows > most || wave_workgroup(chunk) > l.max_workgroup)
+        if (grid > waves * l.multiprocessors || grid / rows > wave_row_chunks_most(problem, l, chunk, grid) ||
+            wave_workgroup(chunk) > l.max_workgroup)
             continue;
         if (chunk == kSinglePassMinChunk && !half) continue;
-        if (chunk == kSinglePassBatchChunk && (half || few_16bit)) continue;
+        if (chunk == kSinglePassBatchChunk && half) continue;
         return chunk;
     }
     return 0;
@@ -403,8 +439,9 @@ bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptio
 // - fewer rows on more workgroups are slower: 1x1048576 (256 chunks)
 //   10.1 against 9.5, 2x1048576 14.3 against 12.8, 1x16777216 116.7
 //   against 113.7; 4x262144 is mixed (f32 9.06 against 9.43, bf16 8.61
-//   against 8.48). Several such rows are faster in one wave of longer
-//   chunks (wave_chunk(), plan_single_pass()).
+//   against 8.48). Several such rows, and single rows on an H200 (v82),
+//   are faster in one wave of longer chunks (wave_chunk(),
+//   plan_single_pass()).
 bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (d.multiprocessors == 0) return false;
     const Geometry g = plan_single_pass(problem, options, l);

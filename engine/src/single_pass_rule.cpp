@@ -56,10 +56,14 @@ constexpr SinglePassVendor kSinglePassVendors[] = {
     // 8x16384 5.4 vs 5.6, f16 32x20480 5.5 vs 6.9; f16 1x18000 4.8 vs 6.7,
     // v68); held chunks of 8192 in grids of up to two waves (f32 48x32000
     // 7.1 vs 8.3, f16 64x32000 6.5 vs 7.3, v72), backward batches of such
-    // rows too (bf16 64x32000 6.5 vs 7.8, v72).
+    // rows too (bf16 64x32000 6.5 vs 7.8, v72); fewer than 8 rows in up to
+    // two waves of held chunks, up to 128 a row (fp32: 256), are 9-30%
+    // faster than two dispatches (H200, v82: f16 2x1048576 7.3 vs 10.0,
+    // f32 1x2097152 10.0 vs 11.8).
     {0x10DE, Takes::resident_batches,
      "NVIDIA: faster than two dispatches on rows that one wave of held chunks covers, at most 64 chunks a row "
-     "(H100, 580.159.04), a single row 128 (H200), and on other batches of at least 8 long rows of 6 to 40 MiB "
+     "(H100, 580.159.04), and fewer than 8 rows in up to two such waves, up to 128 chunks a row (fp32 256; "
+     "H200), and on other batches of at least 8 long rows of 6 to 40 MiB "
      "in all, with a grid of at most 4 workgroups per multiprocessor and chunks at least 3/4 full (H100; past "
      "32 MiB, H200), and than a "
      "workgroup a row on rows whose chunks of at most 8192 make one wave (chunks of 8192: two): forward "

@@ -142,10 +142,17 @@ constexpr uint64_t kSinglePassBatchChunk = 16384;
 // 14% faster than two dispatches on an H200, 16-bit 4x262144 6-7% (v32,
 // v33); 16-bit rows of 2 and 3 3-8% faster on an H100 (f16 2x524288 8.37
 // against 7.90 us; v41), where two rows of f16 were level on an H200 (v33).
+// Single rows were slower so on an H100 (f32 1x1048576 9.81 against 9.64,
+// v32); since a held chunk's statistic takes one exchange (v65) they are
+// 8-33% faster on an H200 (v82, us, two dispatches against one wave, f32
+// / f16 / bf16, means of two rounds: 1x1048576 in 128 chunks of 8192 9.11
+// / 8.11 / 8.51 against 6.44 / 5.68 / 5.84; 1x2097152 in 128 of 16384
+// 12.14 / 9.56 / 9.85 against 8.54 / 6.95 / 7.03; 1x1048577 in 128 of
+// 8200 at 512 x 8 9.54 / 11.73 / 9.25 against 7.11 / 8.32 / 8.47).
 // The wave must fill more than this share of the multiprocessors
 // (few_rows_wave_fills(): 5x200000 in 80 workgroups of 132 was 1-5% slower
 // than two dispatches, 6x262144 in 96 level or faster; v33).
-constexpr uint64_t kSinglePassWaveRows = 2;
+constexpr uint64_t kSinglePassWaveRows = 1;
 constexpr double kSinglePassWaveLeastFill = 2.0 / 3.0;
 // Where the automatic rule takes the path on NVIDIA (resident_batch() in
 // single_pass_plan.cpp): 6 to 40 MiB in all, less in held chunks of a few
@@ -168,12 +175,12 @@ constexpr uint64_t kSinglePassBatchMaxBytes = 40ull << 20;
 // (held_wave_chunk() in single_pass_plan.cpp; bench/NOTES.md, v40).
 constexpr uint64_t kSinglePassHeldChunk = 4ull * kSinglePassWorkgroup * kSinglePassHeldSlots;
 constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
-// Forward f32 problems and f16 batches (bf16 ones of rows a workgroup could
-// hold) keep chunks of kSinglePassHeldChunk (256 x 8) in up to this many
-// workgroups per multiprocessor, rather than chunks of
-// kSinglePassBatchChunk at 512 x 8 in one (held_wave_chunk() in
-// single_pass_plan.cpp; H200, f32 16x131072 8.60 -> 7.83 us,
-// bench/NOTES.md, v66); so do f32 backward batches, rather than chunks of
+// Forward f32 problems, f16 batches (bf16 ones of rows a workgroup could
+// hold) and fewer rows than a batch keep chunks of kSinglePassHeldChunk
+// (256 x 8) in up to this many workgroups per multiprocessor, rather than
+// chunks of kSinglePassBatchChunk at 512 x 8 in one or two dispatches
+// (held_wave_chunk() in single_pass_plan.cpp; H200, f32 16x131072 8.60 ->
+// 7.83 us, bench/NOTES.md, v66; f16 4x524288 10.04 -> 7.25, v82); so do f32 backward batches, rather than chunks of
 // kSinglePassBatchChunk re-read (held_f32_batch_chunk(): 32x65536 8.15 ->
 // 7.86 us), and forward rows a workgroup could hold, rather than one
 // workgroup a row (spread_short_rows(): f32 48x32000 8.34 -> 7.12 us, f16
@@ -255,15 +262,27 @@ constexpr uint64_t kSinglePassOddRowMaxChunks = 16;
 // subgroup (32 lanes) then waits for at most 2 partials, or 1. H100, one
 // dispatch against two: 1x393216 and 1x524288 in 128 chunks of 4096 level
 // (-1% to +3%), 1x524288 in 64 of 8192 4-6% faster; f16 2x524288 in 64 of
-// 8192 a row over a whole wave 3% slower (bench/NOTES.md, v37, v40).
+// 8192 a row over a whole wave 3% slower (bench/NOTES.md, v37, v40; 30%
+// faster on an H200 since, v82: the exception below).
 constexpr uint64_t kSinglePassSpreadMaxChunks = 64;
-// ... except a single row in chunks of kSinglePassHeldChunk, one workgroup
-// a multiprocessor: up to this many (each lane of the gathering subgroup
-// then loads 4 partials at once, GATHER_AHEAD). H200 (580.159.04;
-// bench/NOTES.md, v81), us, two dispatches against 128 chunks of 8192,
-// two rounds: f32 1x1048576 9.62 / 9.48 against 7.05 / 6.99, f16 8.59 /
-// 8.79 against 6.73 / 6.89.
-constexpr uint64_t kSinglePassSingleRowMaxChunks = 128;
+// ... except fewer rows than a batch (wave_row_chunks_most() in
+// single_pass_plan.cpp): in chunks of kSinglePassHeldChunk, up to
+// kSinglePassHeldChunkWaves workgroups a multiprocessor, fp32 rows up to
+// kSinglePassFewF32RowsMaxChunks a row and 16-bit rows up to
+// kSinglePassFewRowsMaxChunks in one wave or kSinglePassSpreadMaxChunks in
+// two (each lane of the gathering subgroup then loads up to 8 partials,
+// GATHER_AHEAD at a time); 16-bit
+// rows past that in up to kSinglePassFewRowsMaxChunks chunks of
+// kSinglePassBatchChunk at 512 x 8 in one wave. H200 (580.159.04;
+// bench/NOTES.md, v81-v82), us, two dispatches against one, means of two
+// rounds, f32 / f16 / bf16: 1x1048576 (128 chunks of 8192) 9.45 / 8.68 /
+// 8.70 against 6.99 / 6.80 / 7.10; 2x524288 (128) 9.46 / 8.61 / 8.69
+// against 6.48 / 5.99 / 6.23; 2x1048576 (256 of 8192 in fp32, 128 of
+// 16384 in 16-bit types) 11.44 / 10.03 / 10.23 against 9.22 / 7.26 / 7.44;
+// 1x2097152 (256 of 8192, 128 of 16384) 11.76 / 10.38 / 10.51 against
+// 10.03 / 8.25 / 8.26.
+constexpr uint64_t kSinglePassFewRowsMaxChunks = 128;
+constexpr uint64_t kSinglePassFewF32RowsMaxChunks = 256;
 // The most partials a lane gathering a single-pass row loads at once in a
 // polling round (GATHER_AHEAD; gather_ahead() in single_pass_plan.cpp).
 constexpr uint32_t kSinglePassGatherAhead = 4;

@@ -59,8 +59,9 @@ struct SinglePassRule {
     bool allowed = false;
     // The vendor takes the path only for grids that stay resident
     // (single_pass_plan.cpp): forward rows that one wave of held chunks
-    // covers, at most 64 chunks a row, a single row 128
-    // (spread_over_a_wave()), and other batches of at least 8 rows, 6 to
+    // covers, at most 64 chunks a row, and fewer than 8 rows in up to two
+    // such waves, up to 128 chunks a row (fp32 256) (spread_over_a_wave()),
+    // and other batches of at least 8 rows, 6 to
     // 40 MiB (less in held chunks of a few waves), a grid of at most 4
     // workgroups per multiprocessor, chunks at least 3/4 full
     // (resident_batch()); the backward pass for grids of
