@@ -52,11 +52,12 @@ bool half_wave_batch(const Problem& problem, const Limits& l) {
 // (112 of 6256) 8.61 / 7.74 / 7.92 against 7.48 / 7.36 / 7.46; f32
 // 2x524288 9.12 against 8.43. Single rows lost so on an H100 (v32: f32
 // 1x1048576 9.64 against 9.81) and win on an H200 since a held chunk's
-// statistic takes one exchange (v82: 9.11 against 6.44). Two and three rows of 16-bit, H100 (v41), two dispatches against
-// the wave, f16 / bf16: 2x524288 (128 of 8192) 8.37 / 8.56 against 7.90 /
-// 8.08; 3x262144 (96) 8.07 / 8.27 against 7.60 / 7.84; 2x1048576 (128 of
-// 16384) 9.78 / 10.12 against 9.24 / 9.29, where an H200 found f16 level
-// (9.83 against 9.88, v33).
+// statistic takes one exchange (v82: 9.11 against 6.44). Two and three
+// rows of 16-bit, H100 (v41), two dispatches against the wave, f16 /
+// bf16: 2x524288 (128 of 8192) 8.37 / 8.56 against 7.90 / 8.08; 3x262144
+// (96) 8.07 / 8.27 against 7.60 / 7.84; 2x1048576 (128 of 16384) 9.78 /
+// 10.12 against 9.24 / 9.29, where an H200 found f16 level (9.83 against
+// 9.88, v33).
 bool few_rows_past_a_wave(const Problem& problem, const Limits& l) {
     const uint64_t rows = problem.shape.rows();
     return rows >= kSinglePassWaveRows && rows < kSinglePassBatchRows &&
