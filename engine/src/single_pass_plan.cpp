@@ -44,7 +44,7 @@ bool half_wave_batch(const Problem& problem, const Limits& l) {
 
 // Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
 // pass one wave, which the plan gave two dispatches (resident_rows()),
-// from kSinglePassWaveRows rows. H200 (580.159.04; bench/NOTES.md, v33),
+// single rows included. H200 (580.159.04; bench/NOTES.md, v33),
 // us, two dispatches against one wave of held chunks, f32 / f16 / bf16,
 // means of six runs in three calls: 4x262144 (128 chunks of 8192 at 256 x
 // 8) 9.16 / 8.08 / 8.29 against 8.14 / 7.61 / 7.77; 4x524288 (128 of 16384
@@ -59,8 +59,7 @@ bool half_wave_batch(const Problem& problem, const Limits& l) {
 // 10.12 against 9.24 / 9.29, where an H200 found f16 level (9.83 against
 // 9.88, v33).
 bool few_rows_past_a_wave(const Problem& problem, const Limits& l) {
-    const uint64_t rows = problem.shape.rows();
-    return rows >= kSinglePassWaveRows && rows < kSinglePassBatchRows &&
+    return problem.shape.rows() < kSinglePassBatchRows &&
            wave_grid(problem, l, kSinglePassMinChunk) > l.multiprocessors;
 }
 

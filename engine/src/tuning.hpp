@@ -137,22 +137,22 @@ constexpr uint64_t kSinglePassMinChunk = 4096;
 constexpr uint64_t kSinglePassBatchRows = 8;
 constexpr uint64_t kSinglePassBatchChunk = 16384;
 // Backward rows fewer than a batch whose chunks of kSinglePassMinChunk
-// would pass one wave take one wave of longer, held chunks from this many
-// rows (few_rows_past_a_wave() in single_pass_plan.cpp): f32 2x524288 8% and 4x524288
-// 14% faster than two dispatches on an H200, 16-bit 4x262144 6-7% (v32,
-// v33); 16-bit rows of 2 and 3 3-8% faster on an H100 (f16 2x524288 8.37
-// against 7.90 us; v41), where two rows of f16 were level on an H200 (v33).
-// Single rows were slower so on an H100 (f32 1x1048576 9.81 against 9.64,
-// v32); since a held chunk's statistic takes one exchange (v65) they are
-// 8-33% faster on an H200 (v82, us, two dispatches against one wave, f32
-// / f16 / bf16, means of two rounds: 1x1048576 in 128 chunks of 8192 9.11
-// / 8.11 / 8.51 against 6.44 / 5.68 / 5.84; 1x2097152 in 128 of 16384
-// 12.14 / 9.56 / 9.85 against 8.54 / 6.95 / 7.03; 1x1048577 in 128 of
-// 8200 at 512 x 8 9.54 / 11.73 / 9.25 against 7.11 / 8.32 / 8.47).
-// The wave must fill more than this share of the multiprocessors
-// (few_rows_wave_fills(): 5x200000 in 80 workgroups of 132 was 1-5% slower
-// than two dispatches, 6x262144 in 96 level or faster; v33).
-constexpr uint64_t kSinglePassWaveRows = 1;
+// would pass one wave, single rows included, take one wave of longer,
+// held chunks (few_rows_past_a_wave() in single_pass_plan.cpp): f32
+// 2x524288 8% and 4x524288 14% faster than two dispatches on an H200,
+// 16-bit 4x262144 6-7% (v32, v33); 16-bit rows of 2 and 3 3-8% faster on
+// an H100 (f16 2x524288 8.37 against 7.90 us; v41), where two rows of f16
+// were level on an H200 (v33). Single rows were slower so on an H100 (f32
+// 1x1048576 9.81 against 9.64, v32); since a held chunk's statistic takes
+// one exchange (v65) they are 8-33% faster on an H200 (v82, us, two
+// dispatches against one wave, f32 / f16 / bf16, means of two rounds:
+// 1x1048576 in 128 chunks of 8192 9.11 / 8.11 / 8.51 against 6.44 / 5.68
+// / 5.84; 1x2097152 in 128 of 16384 12.14 / 9.56 / 9.85 against 8.54 /
+// 6.95 / 7.03; 1x1048577 in 128 of 8200 at 512 x 8 9.54 / 11.73 / 9.25
+// against 7.11 / 8.32 / 8.47). The wave must fill more than this share
+// of the multiprocessors (few_rows_wave_fills(): 5x200000 in 80
+// workgroups of 132 was 1-5% slower than two dispatches, 6x262144 in 96
+// level or faster; v33).
 constexpr double kSinglePassWaveLeastFill = 2.0 / 3.0;
 // Where the automatic rule takes the path on NVIDIA (resident_batch() in
 // single_pass_plan.cpp): 6 to 40 MiB in all, less in held chunks of a few
@@ -180,8 +180,9 @@ constexpr uint32_t kSinglePassWorkgroupsPerMultiprocessor = 4;
 // (256 x 8) in up to this many workgroups per multiprocessor, rather than
 // chunks of kSinglePassBatchChunk at 512 x 8 in one or two dispatches
 // (held_wave_chunk() in single_pass_plan.cpp; H200, f32 16x131072 8.60 ->
-// 7.83 us, bench/NOTES.md, v66; f16 4x524288 10.04 -> 7.25, v82); so do f32 backward batches, rather than chunks of
-// kSinglePassBatchChunk re-read (held_f32_batch_chunk(): 32x65536 8.15 ->
+// 7.83 us, bench/NOTES.md, v66; f16 4x524288 10.04 -> 7.25, v82); so do
+// f32 backward batches, rather than chunks of kSinglePassBatchChunk
+// re-read (held_f32_batch_chunk(): 32x65536 8.15 ->
 // 7.86 us), and forward rows a workgroup could hold, rather than one
 // workgroup a row (spread_short_rows(): f32 48x32000 8.34 -> 7.12 us, f16
 // 64x32000 7.25 -> 6.48; v72), bf16 batches of those among them, and
@@ -271,9 +272,9 @@ constexpr uint64_t kSinglePassSpreadMaxChunks = 64;
 // kSinglePassFewF32RowsMaxChunks a row and 16-bit rows up to
 // kSinglePassFewRowsMaxChunks in one wave or kSinglePassSpreadMaxChunks in
 // two (each lane of the gathering subgroup then loads up to 8 partials,
-// GATHER_AHEAD at a time); 16-bit
-// rows past that in up to kSinglePassFewRowsMaxChunks chunks of
-// kSinglePassBatchChunk at 512 x 8 in one wave. H200 (580.159.04;
+// GATHER_AHEAD at a time); 16-bit rows past that in up to
+// kSinglePassFewRowsMaxChunks chunks of kSinglePassBatchChunk at 512 x 8
+// in one wave. H200 (580.159.04;
 // bench/NOTES.md, v81-v82), us, two dispatches against one, means of two
 // rounds, f32 / f16 / bf16: 1x1048576 (128 chunks of 8192) 9.45 / 8.68 /
 // 8.70 against 6.99 / 6.80 / 7.10; 2x524288 (128) 9.46 / 8.61 / 8.69

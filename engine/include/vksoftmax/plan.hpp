@@ -61,15 +61,15 @@ struct SinglePassRule {
     // (single_pass_plan.cpp): forward rows that one wave of held chunks
     // covers, at most 64 chunks a row, and fewer than 8 rows in up to two
     // such waves, up to 128 chunks a row (fp32 256) (spread_over_a_wave()),
-    // and other batches of at least 8 rows, 6 to
-    // 40 MiB (less in held chunks of a few waves), a grid of at most 4
-    // workgroups per multiprocessor, chunks at least 3/4 full
-    // (resident_batch()); the backward pass for grids of
-    // one wave, and batches of 8 rows whose every row's chunks stay
-    // resident, whatever their bytes (resident_rows()); rows that one
-    // workgroup would hold (forward from 16384 elements and over 32 KB in 3
-    // chunks or more, backward from 24576), where their chunks of at most
-    // 8192 make one wave (spread_short_rows()).
+    // and other batches of at least 8 rows, 6 to 40 MiB (less in held
+    // chunks of a few waves), a grid of at most 4 workgroups per
+    // multiprocessor, chunks at least 3/4 full (resident_batch()); the
+    // backward pass for grids of one wave, and batches of 8 rows whose
+    // every row's chunks stay resident, whatever their bytes
+    // (resident_rows()); rows that one workgroup would hold (forward from
+    // 16384 elements and over 32 KB in 3 chunks or more, backward from
+    // 24576), where their chunks of at most 8192 make one wave
+    // (spread_short_rows()).
     bool resident_batches_only = false;
     std::string reason;
 };
