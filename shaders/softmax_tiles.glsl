@@ -230,6 +230,30 @@ void load_attention_tile(Span row, uint tile_begin, uint lanes, uint lane) {
 }
 #endif
 
+// The 8-byte loads of an ODD_ROWS tile as load_tile() takes its 16-byte
+// ones: every whole vector first, then the head and tail. H200, us: f16 /
+// bf16 4096x1009 (a subgroup's 8 slots) 8.36 / 8.29 -> 7.53 / 7.64,
+// backward 10.30 / 10.90 -> 9.31 / 10.45; backward 1024x8189 (256 x 8)
+// 32.7 / 34.0 -> 19.3 / 20.3. fp32 rows keep load_slot(): in this form
+// NVIDIA's compiler (580.159.04) gave NaN rows on fp32 workgroup rows
+// (f32 1024x8189, 3x2045, 2x4097; bench/NOTES.md, v83).
+#ifdef STORAGE_16BIT
+const bool PARTS_AFTER_WHOLE4 = true;
+#else
+const bool PARTS_AFTER_WHOLE4 = false;
+#endif
+void load_whole4_then_parts(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
+    for (uint j = 0u; j < SLOTS; ++j) {
+        uint i = tile_vector(tile_begin, j, lanes, lane);
+        slots[j] = whole_vector(row, i) && i < LOAD_END(row) ? ATTEND4(row, i - row.first, LOAD4((row.base + i) >> 2))
+                                                             : vec4(MISSING);
+    }
+    for (uint j = 0u; j < SLOTS; ++j) {
+        uint i = tile_vector(tile_begin, j, lanes, lane);
+        if (!whole_vector(row, i) && i < LOAD_END(row)) slots[j] = load_part(row, i SOURCE_ARG);
+    }
+}
+
 // Loads the tile at tile_begin of the span into the slots; missing
 // elements read as -inf, which every later step treats as contributing
 // nothing.
@@ -251,10 +275,7 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
         UNROLL_TILE_LOADS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
             uint i = tile_vector(tile_begin, j >> 1, lanes, lane);
             vec4 a = vec4(MISSING), b = vec4(MISSING);
-            if (!whole_vector(row, i)) {
-                a = load_part(row, i SOURCE_ARG);
-                b = load_part(row, i + 4u SOURCE_ARG);
-            } else if (i < LOAD_END(row)) {
+            if (whole_vector(row, i) && i < LOAD_END(row)) {
                 LOAD8((row.base + i) >> 3, a, b);
 #ifdef ATTENTION
                 if (!attention_logits_after()) attend8(row.attn, i - row.first, a, b);
@@ -262,6 +283,21 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
             }
             slots[j] = a;
             slots[j + 1u] = b;
+        }
+        // An ODD_ROWS span's head and tail, element by element, once the
+        // tile's whole vectors are loaded. H200 (580.159.04), us, parts in
+        // the loop under an if-else with the whole vectors -> after it:
+        // f16 1x524289 8.19 -> 7.28, 8x151937 7.91 -> 7.05, 1x131071 5.87
+        // -> 5.33; backward f16 1x524289 8.29 -> 6.46, 16x100003 8.26 ->
+        // 6.81; rows a multiple of 8 long within 1.7% (bench/NOTES.md, v83).
+        if (ODD_ROWS) {
+            UNROLL_TILE_LOADS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+                uint i = tile_vector(tile_begin, j >> 1, lanes, lane);
+                if (!whole_vector(row, i) && i < LOAD_END(row)) {
+                    slots[j] = load_part(row, i SOURCE_ARG);
+                    slots[j + 1u] = load_part(row, i + 4u SOURCE_ARG);
+                }
+            }
         }
 #ifdef ATTENTION
         if (attention_logits_after()) {
@@ -272,7 +308,10 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
         }
 #endif
     } else {
-        for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(row, tile_begin, j, lanes, lane SOURCE_ARG);
+        if (VEC == 4u && ODD_ROWS && PARTS_AFTER_WHOLE4)
+            load_whole4_then_parts(row, tile_begin, lanes, lane SOURCE_ARG);
+        else
+            for (uint j = 0u; j < SLOTS; ++j) slots[j] = load_slot(row, tile_begin, j, lanes, lane SOURCE_ARG);
 #ifdef ATTENTION
         if (VEC == 4u && attention_logits_after()) {
             for (uint j = 0u; j < SLOTS; ++j) {
@@ -382,11 +421,17 @@ void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bo
         UNROLL_SLOTS for (uint j = 0u; j < SLOTS; ++j) slots[j] = slot_output(j, s, exps, inv_d, log_d, bad);
         UNROLL_SLOTS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
             uint i = tile_vector(tile_begin, j >> 1, lanes, lane);
-            if (!whole_vector(row, i)) {
-                store_part(row, i, slots[j]);
-                store_part(row, i + 4u, slots[j + 1u]);
-            } else if (i < row.end) {
-                store8((row.base + i) >> 3, slots[j], slots[j + 1u]);
+            if (whole_vector(row, i) && i < row.end) store8((row.base + i) >> 3, slots[j], slots[j + 1u]);
+        }
+        // An ODD_ROWS span's head and tail after its whole vectors, as
+        // load_tile() reads them.
+        if (ODD_ROWS) {
+            UNROLL_SLOTS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+                uint i = tile_vector(tile_begin, j >> 1, lanes, lane);
+                if (!whole_vector(row, i) && i < row.end) {
+                    store_part(row, i, slots[j]);
+                    store_part(row, i + 4u, slots[j + 1u]);
+                }
             }
         }
     } else {

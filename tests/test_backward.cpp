@@ -213,6 +213,52 @@ TEST_F(BackwardTest, BatchesOfWorkgroupRowsInHeldChunks) {
                                           2);
 }
 
+// Rows not a multiple of 4 long (ODD_ROWS modules), whose first and last
+// vectors they share with their neighbours: those are read and written
+// element by element after the tile's whole vectors. 9 rows start at every
+// offset within a 16-byte vector; each row's logits are 0 but its first
+// and last, 12, so that y is about one half at each end and each row's
+// sum of dy y comes from its ends: an end element left out, or one of a
+// neighbour's read in, moves every dx of the row far past the bound. Rows
+// on a subgroup, on a workgroup in registers (one row of 8189 at 256 x 8
+// slots too) and in single-pass chunks held at 256 x 8 (the row's head in
+// its first chunk, its tail in its last), softmax and log-softmax (on a
+// CPU device one of the two by rotation: full_sweeps()).
+TEST_F(BackwardTest, OddRowsHeadAndTail) {
+    const DeviceInfo& d = ctx().info();
+    struct Case {
+        const char* what;
+        uint64_t cols;
+        PlanOptions options;
+    };
+    PlanOptions held = single_pass(8192);
+    held.workgroup_size = 256;
+    held.slots = 8;
+    std::vector<Case> cases = {{"subgroup rows", 12ull * d.subgroup_size + 3,
+                                d.subgroup_arithmetic() ? on_path(Path::subgroup_row) : on_path(Path::workgroup_row)},
+                               {"workgroup rows", 1009, on_path(Path::workgroup_row)},
+                               {"workgroup rows of 8 slots", 8189, on_path(Path::workgroup_row, 8)}};
+    if (has_single_pass(d)) cases.push_back({"single-pass chunks held at 256 x 8", 20003, held});
+    const uint64_t rows = 9;
+    uint32_t variant = 0;
+    for (const Case& c : cases)
+        for (Dtype dtype : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+            ++variant;
+            if (dtype != Dtype::f32 && !d.storage_16bit) continue;
+            for (bool log : {false, true}) {
+                if (!sweep_runs(variant, log ? 1 : 0, 2)) continue;
+                const Problem p = backward_problem(rows, c.cols, dtype, log);
+                std::vector<double> logits(rows * c.cols, 0.0);
+                for (uint64_t r = 0; r < rows; ++r) logits[r * c.cols] = logits[r * c.cols + c.cols - 1] = 12.0;
+                const BackwardOutcome o = run_backward_and_compare(p, backward_inputs(p, logits, fresh_seed()), c.options);
+                const std::string what = std::string(c.what) + ", " + describe(p, c.options) + " (" +
+                                         describe_geometry(o.plan) + "; the ends of each row hold y's mass)";
+                EXPECT_EQ(o.plan.key[0].odd_rows, o.plan.key[0].vec > 1) << what << ": not an odd-row module";
+                EXPECT_TRUE(o.acc.within(accuracy_bound(p.dtype, p.log).rel, 0.0)) << what << ": " << o.acc.describe();
+            }
+        }
+}
+
 // The single-pass backward module gathers a row's sums as the forward one
 // gathers its partials: by subgroup 0 alone up to 32 a lane of a
 // subgroup, by every invocation past that. Rows of 16 x and 64 x the
