@@ -289,7 +289,7 @@ void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
         // the loop under an if-else with the whole vectors -> after it:
         // f16 1x524289 8.19 -> 7.28, 8x151937 7.91 -> 7.05, 1x131071 5.87
         // -> 5.33; backward f16 1x524289 8.29 -> 6.46, 16x100003 8.26 ->
-        // 6.81; rows a multiple of 8 long within 1.7% (bench/NOTES.md, v83).
+        // 6.81; rows a multiple of 8 long within 2% (bench/NOTES.md, v83).
         if (ODD_ROWS) {
             UNROLL_TILE_LOADS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
                 uint i = tile_vector(tile_begin, j >> 1, lanes, lane);
