@@ -215,13 +215,14 @@ TEST_F(BackwardTest, BatchesOfWorkgroupRowsInHeldChunks) {
 
 // Rows not a multiple of 4 long (ODD_ROWS modules), whose first and last
 // vectors they share with their neighbours: those are read and written
-// element by element after the tile's whole vectors. 9 rows start at every
+// element by element (in 16-bit modules after the tile's whole vectors,
+// in their own loops; softmax_tiles.glsl). 9 rows start at every
 // offset within a 16-byte vector; each row's logits are 0 but its first
 // and last, 12, so that y is about one half at each end and each row's
 // sum of dy y comes from its ends: an end element left out, or one of a
 // neighbour's read in, moves every dx of the row far past the bound. Rows
-// on a subgroup, on a workgroup in registers (one row of 8189 at 256 x 8
-// slots too) and in single-pass chunks held at 256 x 8 (the row's head in
+// on a subgroup, on a workgroup in registers (rows of 1009, and of 8189
+// at 8 slots) and in single-pass chunks held at 256 x 8 (the row's head in
 // its first chunk, its tail in its last), softmax and log-softmax (on a
 // CPU device one of the two by rotation: full_sweeps()).
 TEST_F(BackwardTest, OddRowsHeadAndTail) {
