@@ -1563,6 +1563,59 @@ TEST(Plan, SinglePassChunks) {
     EXPECT_FALSE(plan_geometry(without_memory_model(), rows_of(1, 1u << 24)).workspace_zeroed);
 }
 
+// lavapipe as vksoftmax sees it (Mesa 22.3 on x86-64): a CPU device whose
+// subgroups are its vectors' width, 4, 8 or 16 lanes (LP_NATIVE_VECTOR_WIDTH
+// 128, 256 or 512), and grids of up to 65535 workgroups.
+DeviceInfo lavapipe(uint32_t subgroup) {
+    DeviceInfo d = as_llvmpipe(h200());
+    d.name = "llvmpipe (described)";
+    d.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+    d.subgroup_size = d.min_subgroup_size = d.max_subgroup_size = subgroup;
+    d.subgroup_size_control = d.compute_full_subgroups = false;
+    d.max_workgroup_subgroups = 0;
+    d.multiprocessors = 0;
+    d.max_workgroup_count[0] = d.max_workgroup_count[1] = d.max_workgroup_count[2] = 65535;
+    return d;
+}
+
+// llvmpipe ends an invocation's loops once it has run 65535 iterations in
+// all. A workgroup that computes its row's missing partials takes two loops
+// over the workgroup's subgroups for each (64 subgroups at 256 x 4 with
+// subgroups of 4), so the plan cuts such rows into fewer chunks there:
+// 1x1100000 in 256 chunks at subgroups of 4, where 512 left the row's
+// first chunks written with part of its sum; at 8 and 16 lanes, 512 fit.
+// Forced chunks are lengthened the same way, and a longer patience (more
+// polling rounds, a turn per pending partial each) takes fewer. Another
+// driver of the same description keeps the chunks asked for.
+TEST(Plan, SinglePassChunksWithinLlvmpipesLoopCount) {
+    struct Case {
+        uint32_t subgroup;
+        uint64_t cols;
+        uint32_t chunk_option, patience;
+        uint32_t chunks, elsewhere;  // on llvmpipe, and on another driver
+    };
+    for (const Case& c : {Case{4, 1100000, 0, 0, 256, 512}, Case{8, 1100000, 0, 0, 512, 512},
+                          Case{16, 1100000, 0, 0, 512, 512}, Case{4, 1u << 20, 1024, 0, 256, 1024},
+                          Case{8, 1u << 20, 1024, 0, 512, 1024}, Case{16, 1u << 20, 1024, 0, 1024, 1024},
+                          Case{8, 1u << 20, 1024, 4096, 64, 1024}, Case{4, 1u << 24, 0, 0, 128, 512}}) {
+        PlanOptions o;
+        o.path = Path::single_pass;
+        o.single_pass = SinglePass::allowed;
+        o.chunk_elements = c.chunk_option;
+        o.single_pass_patience = c.patience;
+        DeviceInfo other = lavapipe(c.subgroup);
+        other.driver_id = VK_DRIVER_ID_MESA_RADV;
+        const std::string which = "1x" + std::to_string(c.cols) + " at subgroups of " + std::to_string(c.subgroup) +
+                                  ", chunks of " + std::to_string(c.chunk_option) + " asked, patience " +
+                                  std::to_string(c.patience);
+        const Plan plan = plan_geometry(lavapipe(c.subgroup), rows_of(1, c.cols), o);
+        EXPECT_EQ(plan.push.chunks, c.chunks) << which << " on llvmpipe (chunks of " << plan.push.chunk << ")";
+        EXPECT_GE(uint64_t{plan.push.chunks} * plan.push.chunk, c.cols) << which << ": the row not covered";
+        EXPECT_EQ(plan.workspace_bytes, 2 * plan.push.chunks * 16u + 16) << which << ": the workspace of its chunks";
+        EXPECT_EQ(plan_geometry(other, rows_of(1, c.cols), o).push.chunks, c.elsewhere) << which << " on another driver";
+    }
+}
+
 // A single-pass pipeline is specialized for its plan's chunks: held in one
 // tile each (HELD_CHUNKS) or re-read, and the partials a gathering lane
 // loads at once (GATHER_AHEAD): its count of the row's chunks, 1 to 4

@@ -275,6 +275,28 @@ TEST_F(SinglePassTest, VocabularyRows) {
         }
 }
 
+// A row of 1024 chunks of 1024 asked for, and a patience of one polling
+// round: the first workgroups to run compute most of the row's partials
+// themselves. Where the device caps an invocation's loop iterations in all
+// (llvmpipe: 65535), the plan lengthens the chunks so that this fits (256
+// at subgroups of 4, 512 at 8); in the 1024 asked for, lavapipe 22.3 wrote
+// the row's first chunks with part of its sum at subgroups of 4 and 8
+// (softmax max rel 560-6100, log-softmax 0.84-0.97). f32 and f16, softmax
+// and log-softmax.
+TEST_F(SinglePassTest, RowsComputedByOneWorkgroup) {
+    for (Dtype dt : {Dtype::f32, Dtype::f16})
+        for (bool log : {false, true}) {
+            Problem p = rows_of(1, 1u << 20, dt);
+            p.log = log;
+            const uint32_t seed = fresh_seed();
+            const PlanOptions opts = single_pass(1024, Reduction::automatic, 1);
+            Outcome o = run_and_compare(p, random_logits(p.shape.elements(), seed), opts);
+            EXPECT_TRUE(o.acc.within(accuracy_bound(dt, log).rel, 0.0))
+                << describe(p, opts) << " in " << o.plan.push.chunks << " chunks of " << o.plan.push.chunk << " (seed "
+                << seed << "): " << o.acc.describe();
+        }
+}
+
 // Calls back to back on one workspace, with the barrier the contract asks
 // for between them: each call is a generation, whose partials sit in the
 // bank of its parity while it clears the other bank for the next, and the

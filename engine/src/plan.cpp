@@ -98,6 +98,8 @@ Limits device_limits(const DeviceInfo& d, const PlanOptions& options) {
     if (required) l.max_workgroup = workgroup_cap(d, l.max_workgroup, required);
     l.min_workgroup = std::min(l.max_workgroup, std::max(required, 32u));
     l.multiprocessors = d.multiprocessors;
+    l.loop_iterations = d.driver_id == VK_DRIVER_ID_MESA_LLVMPIPE ? kLlvmpipeLoopIterations : 0;
+    l.max_groups = d.max_workgroup_count[0];
     return l;
 }
 
@@ -491,10 +493,7 @@ PipelineKey geometry_key(const DeviceInfo& d, const Problem& problem, Path path,
     key.required_subgroup_size = g.required_subgroup_size;
     key.subgroup_rows = g.subgroup_rows;
     key.row_lanes = g.row_lanes;
-    key.patience = path != Path::single_pass ? 0
-                   : options.single_pass_patience          ? options.single_pass_patience
-                   : d.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? kSinglePassPatienceCpu
-                                                           : kSinglePassPatience;
+    key.patience = path == Path::single_pass ? single_pass_patience(d, options) : 0;
     if (path == Path::single_pass) {
         key.held_chunks = holds_chunks(g);
         key.gather_ahead = gather_ahead(g, l);
@@ -620,6 +619,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
                  : path == Path::single_pass   ? plan_single_pass(range, options, l)
                                                : plan_split(range, options, l);
     apply_overrides(g, range, options, l, path, slot_rows);
+    if (path == Path::single_pass) fit_loop_iterations(g, range, l, single_pass_patience(d, options));
 
     plan.path = path;
     plan_dispatch(d, range.shape, path, g, inv_t, plan);

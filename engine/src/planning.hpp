@@ -32,6 +32,10 @@ struct Limits {
     uint32_t subgroup_size = 1;           // the size the geometry is planned for
     uint32_t max_workgroup = 1, min_workgroup = 1;
     uint32_t multiprocessors = 0;         // the device's count where it tells it; 0: unknown
+    // The loop iterations an invocation may run in all before the driver
+    // cuts its loops short (kLlvmpipeLoopIterations); 0: no such cap.
+    uint64_t loop_iterations = 0;
+    uint32_t max_groups = 0;  // maxComputeWorkGroupCount[0]: the grid a dispatch may have
 };
 
 // The geometry of one plan: workgroups, slots and the work items they take.
@@ -87,6 +91,15 @@ void plan_sink_gradient(const DeviceInfo& d, const Problem& problem, Plan& plan,
 // a vendor that takes it only for resident grids takes it.
 Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l);
 void fill_chunks(Geometry& g, const Problem& problem, const Limits& l);
+// The single-pass path's polling rounds before a workgroup computes the
+// partials still missing itself (PATIENCE): the options', else the device
+// type's.
+uint32_t single_pass_patience(const DeviceInfo& d, const PlanOptions& options);
+// The loop iterations an invocation of a single-pass geometry may run in
+// all, at most; and the geometry's chunks made fewer (longer) until that
+// fits the device's cap (Limits::loop_iterations).
+uint64_t single_pass_loop_iterations(const Geometry& g, const Limits& l, uint32_t patience);
+void fit_loop_iterations(Geometry& g, const Problem& problem, const Limits& l, uint32_t patience);
 bool resident_batch(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
 bool resident_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);
 bool spread_short_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l);

@@ -592,6 +592,56 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
 
 bool holds_chunks(const Geometry& g) { return g.chunk <= 4ull * g.slots * g.workgroup_size; }
 
+uint32_t single_pass_patience(const DeviceInfo& d, const PlanOptions& options) {
+    if (options.single_pass_patience) return options.single_pass_patience;
+    return d.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? kSinglePassPatienceCpu : kSinglePassPatience;
+}
+
+// What one invocation may iterate, counted as llvmpipe counts (Limits::
+// loop_iterations): each item its workgroup takes (a grid smaller than the
+// items loops over them), and in each
+// - every partial of its row it may compute itself past the patience: two
+//   loops over the workgroup's subgroups (one_exchange_stat() reads every
+//   subgroup's; the strided group reductions fewer, the shared-memory tree
+//   a step per halving), a loop over the chunk's tiles, and a few more;
+//   lavapipe 22.3 (Mesa), rows of 64-256 chunks whose first workgroup
+//   computed the others' partials (one thread), measured by the longest
+//   loop of a known count run before it that left the row right: 132-137
+//   iterations a chunk held at 256 x 4 with subgroups of 4 (64 subgroups:
+//   2 x 64 + 4-9), 71 with subgroups of 8 (2 x 32 + 7), 42 for chunks of
+//   two tiles folded strided (2 x 16 + 10);
+// - each polling round: a turn per partial still pending, and the round's;
+// - its own chunk's tiles, read and written.
+uint64_t single_pass_loop_iterations(const Geometry& g, const Limits& l, uint32_t patience) {
+    const uint64_t tiles = div_up(g.chunk, 4ull * g.slots * g.workgroup_size);
+    // A reduction's loop over the subgroups, or its shared-memory tree's halvings.
+    uint64_t steps = l.subgroup_reduction ? g.workgroup_size / std::max<uint32_t>(l.subgroup_size, 1) : 0;
+    if (!l.subgroup_reduction)
+        for (uint32_t lanes = g.workgroup_size; lanes > 1; lanes /= 2) ++steps;
+    const uint64_t per_partial = 2 * steps + kLoopIterationsPerTile * tiles + kLoopIterationsPerPartial;
+    const bool by_subgroup = l.subgroup_reduction && g.chunks <= 32ull * l.subgroup_size;
+    const uint64_t pending = div_up(g.chunks, by_subgroup ? l.subgroup_size : g.workgroup_size);
+    const uint64_t polling = (uint64_t{patience} + 2) * (pending + 2);
+    const uint64_t own_chunk = 2 * kLoopIterationsPerTile * tiles + kLoopIterationsPerPartial;
+    const uint64_t per_item = g.chunks * per_partial + polling + own_chunk;
+    const uint64_t grid = std::max<uint64_t>(1, std::min<uint64_t>(g.items, l.max_groups ? l.max_groups : g.items));
+    return div_up(g.items, grid) * per_item;
+}
+
+// Fewer, longer chunks (each step halves their count) until an invocation's
+// iterations fit the driver's cap; a row of one chunk waits on no other.
+// H200 plans are untouched (no cap). On lavapipe with subgroups of 4,
+// 1x1100000 goes from 512 chunks of 2152 at 256 x 4, whose workgroups
+// that computed the row's partials wrote its first chunks 25-3000 times too
+// large, to 256.
+void fit_loop_iterations(Geometry& g, const Problem& problem, const Limits& l, uint32_t patience) {
+    if (l.loop_iterations == 0) return;
+    while (g.chunks > 1 && single_pass_loop_iterations(g, l, patience) > l.loop_iterations) {
+        set_chunks(g, problem, l, Path::single_pass, 2ull * g.chunk);
+        fill_chunks(g, problem, l);
+    }
+}
+
 // A lane's count of its row's partials: subgroup 0 gathers rows of up to
 // 32 chunks a lane of it, the whole workgroup longer ones (gather_row() in
 // softmax_single_pass.comp; without subgroup arithmetic, always the

@@ -297,6 +297,17 @@ constexpr uint32_t kSinglePassGatherAhead = 4;
 constexpr uint32_t kSinglePassPatience = 4096;
 constexpr uint32_t kSinglePassPatienceCpu = 4;
 
+// llvmpipe (Mesa's CPU driver, lavapipe's compiler) counts the loop
+// iterations each invocation runs, all its loops together, and once they
+// pass this many ends every loop after its current iteration, silently
+// (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, a guard against endless loops;
+// Mesa 22.3). fit_loop_iterations() keeps single-pass plans within it; the
+// counts its estimate takes per partial and per tile were measured there
+// (single_pass_plan.cpp).
+constexpr uint64_t kLlvmpipeLoopIterations = 65535;
+constexpr uint64_t kLoopIterationsPerPartial = 16;
+constexpr uint64_t kLoopIterationsPerTile = 8;
+
 // Masked attention rows go query-major (RowOrder) where head-major order
 // passes more than this many bytes through the cache between two reads of
 // one mask row (mask_reuse_bytes() in attention_plan.cpp: for one mask shared by
