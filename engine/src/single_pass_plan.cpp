@@ -608,8 +608,9 @@ uint32_t single_pass_patience(const DeviceInfo& d, const PlanOptions& options) {
 //   computed the others' partials (one thread), measured by the longest
 //   loop of a known count run before it that left the row right: 132-137
 //   iterations a chunk held at 256 x 4 with subgroups of 4 (64 subgroups:
-//   2 x 64 + 4-9), 71 with subgroups of 8 (2 x 32 + 7), 42 for chunks of
-//   two tiles folded strided (2 x 16 + 10);
+//   2 x 64 + 4-9), 71 with subgroups of 8 (2 x 32 + 7), 38 held at 256 x 8
+//   with subgroups of 16 (2 x 16 + 6; 1024 chunks of 8192), 42 for chunks
+//   of two tiles folded strided (2 x 16 + 10);
 // - each polling round: a turn per partial still pending, and the round's;
 // - its own chunk's tiles, read and written.
 uint64_t single_pass_loop_iterations(const Geometry& g, const Limits& l, uint32_t patience) {
