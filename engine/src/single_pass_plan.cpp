@@ -592,6 +592,17 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
 
 bool holds_chunks(const Geometry& g) { return g.chunk <= 4ull * g.slots * g.workgroup_size; }
 
+// A lane's count of its row's partials: subgroup 0 gathers rows of up to
+// 32 chunks a lane of it, the whole workgroup longer ones (gather_row() in
+// softmax_single_pass.comp; without subgroup arithmetic, always the
+// workgroup).
+namespace {
+uint64_t partials_per_gathering_lane(const Geometry& g, const Limits& l) {
+    const bool by_subgroup = l.subgroup_reduction && g.chunks <= 32ull * l.subgroup_size;
+    return div_up(g.chunks, by_subgroup ? l.subgroup_size : g.workgroup_size);
+}
+}  // namespace
+
 uint32_t single_pass_patience(const DeviceInfo& d, const PlanOptions& options) {
     if (options.single_pass_patience) return options.single_pass_patience;
     return d.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? kSinglePassPatienceCpu : kSinglePassPatience;
@@ -620,9 +631,7 @@ uint64_t single_pass_loop_iterations(const Geometry& g, const Limits& l, uint32_
     if (!l.subgroup_reduction)
         for (uint32_t lanes = g.workgroup_size; lanes > 1; lanes /= 2) ++steps;
     const uint64_t per_partial = 2 * steps + kLoopIterationsPerTile * tiles + kLoopIterationsPerPartial;
-    const bool by_subgroup = l.subgroup_reduction && g.chunks <= 32ull * l.subgroup_size;
-    const uint64_t pending = div_up(g.chunks, by_subgroup ? l.subgroup_size : g.workgroup_size);
-    const uint64_t polling = (uint64_t{patience} + 2) * (pending + 2);
+    const uint64_t polling = (uint64_t{patience} + 2) * (partials_per_gathering_lane(g, l) + 2);
     const uint64_t own_chunk = 2 * kLoopIterationsPerTile * tiles + kLoopIterationsPerPartial;
     const uint64_t per_item = g.chunks * per_partial + polling + own_chunk;
     const uint64_t grid = std::max<uint64_t>(1, std::min<uint64_t>(g.items, l.max_groups ? l.max_groups : g.items));
@@ -643,13 +652,10 @@ void fit_loop_iterations(Geometry& g, const Problem& problem, const Limits& l, u
     }
 }
 
-// A lane's count of its row's partials: subgroup 0 gathers rows of up to
-// 32 chunks a lane of it, the whole workgroup longer ones (gather_row() in
-// softmax_single_pass.comp; without subgroup arithmetic, always the
-// workgroup).
+// The partials a lane of the gathering invocations merges at most; the
+// first kSinglePassGatherAhead of them it loads at once.
 uint32_t gather_ahead(const Geometry& g, const Limits& l) {
-    const uint64_t lanes = l.subgroup_reduction && g.chunks <= 32ull * l.subgroup_size ? l.subgroup_size : g.workgroup_size;
-    return static_cast<uint32_t>(std::clamp<uint64_t>(div_up(g.chunks, lanes), 1, kSinglePassGatherAhead));
+    return static_cast<uint32_t>(std::clamp<uint64_t>(partials_per_gathering_lane(g, l), 1, kSinglePassGatherAhead));
 }
 
 }  // namespace vksoftmax::planning
