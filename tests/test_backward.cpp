@@ -184,7 +184,9 @@ TEST_F(BackwardTest, EveryKindAgainstTheReference) {
 // Batches, fewer rows and single rows the plan spreads over one wave on a
 // device that counts its multiprocessors (wave_chunk() in
 // single_pass_plan.cpp: chunks of 4096-16384, or the count's share of rows
-// that are not a multiple of it, each held in one tile; 16-bit batches of
+// that are not a multiple of it, each held in one tile; single rows of
+// half a wave to one of chunks of 4096 in half as many of 8192,
+// backward_single_row_chunk(); 16-bit batches of
 // one wave of whole chunks of 16384, held_wave_batch()), with the plan's
 // own path and geometry, against the reference; elsewhere the same shapes
 // on that device's plan.
@@ -196,7 +198,9 @@ TEST_F(BackwardTest, ProblemsOfOneWave) {
          HeldCase{3, 300000, Dtype::f32, true}, HeldCase{7, 100000, Dtype::bf16, false},
          HeldCase{2, 524288, Dtype::f16, false}, HeldCase{3, 262144, Dtype::bf16, true},
          HeldCase{16, 131072, Dtype::f16, false}, HeldCase{32, 65536, Dtype::bf16, true},
-         HeldCase{1, 1u << 20, Dtype::f32, true}, HeldCase{1, 1100000, Dtype::bf16, false}},
+         HeldCase{1, 1u << 20, Dtype::f32, true}, HeldCase{1, 1100000, Dtype::bf16, false},
+         // single rows in half as many chunks as their chunks of 4096 (backward_single_row_chunk())
+         HeldCase{1, 524288, Dtype::f16, true}, HeldCase{1, 300001, Dtype::bf16, false}},
         1);
 }
 

@@ -1461,6 +1461,34 @@ TEST(Plan, BackwardRowsFillAWave) {
     EXPECT_EQ(choose_path(h200(), rows), Path::split) << "no multiprocessor count";
 }
 
+// A backward single row whose chunks of 4096 fill more than half a wave
+// and at most one: half as many chunks of 8192 held at 256 x 8, each the
+// count's share of the row. Single rows of half a wave or less, and two
+// rows, keep chunks of 4096 at 256 x 4; so does a device that counts no
+// multiprocessors, and a forced chunk.
+TEST(Plan, BackwardSingleRowsInHalfAsManyChunks) {
+    const DeviceInfo h100 = counted_h100();
+    for (const WaveCase& c :
+         {WaveCase{1, 524288, Dtype::f32, 8192, 64, 256, 8}, WaveCase{1, 524288, Dtype::bf16, 8192, 64, 256, 8},
+          WaveCase{1, 400000, Dtype::f16, 6256, 64, 256, 8}, WaveCase{1, 300000, Dtype::bf16, 4688, 64, 256, 8},
+          WaveCase{1, 270000, Dtype::f32, 4224, 64, 256, 8}})
+        expect_wave_geometry(h100, c, true, true);
+    for (const WaveCase& c :
+         {WaveCase{1, 262144, Dtype::f16, 4096, 64, 256, 4}, WaveCase{2, 262144, Dtype::f16, 4096, 128, 256, 4},
+          WaveCase{1, 131072, Dtype::f32, 4096, 32, 256, 4}})
+        expect_wave_geometry(h100, c, false, true);
+    Problem row = rows_of(1, 524288);
+    row.backward = true;
+    const Plan uncounted = plan_geometry(h200(), row);
+    EXPECT_NE(uncounted.push.chunk, 8192u) << "backward 1x524288 with no multiprocessor count: " << path_name(uncounted.path)
+                                           << ", chunks of " << uncounted.push.chunk;
+    PlanOptions forced;
+    forced.chunk_elements = 4096;
+    const Plan kept = plan_geometry(h100, row, forced);
+    EXPECT_EQ(kept.push.chunk, 4096u) << "backward 1x524288 forced to chunks of 4096";
+    EXPECT_EQ(kept.key[0].slots, 4u) << "backward 1x524288 forced to chunks of 4096";
+}
+
 // Single-pass rows: about 1024 chunks over all rows, at most 512 a row and
 // at least 4096 elements each (16384 in batches of 8 rows or more), a power
 // of two of them; a chunk of up to 8 slots x 256 invocations is one tile

@@ -93,6 +93,23 @@ uint64_t held_f32_batch_chunk(const Problem& problem, const Limits& l) {
                : 0;
 }
 
+// A backward single row whose chunks of kSinglePassMinChunk fill more than
+// half a wave and at most one (the plan would hold them at 256 x 4):
+// half as many chunks of kSinglePassHeldChunk, held at 256 x 8, as the
+// forward pass holds such rows (held_wave_chunk()); 0 otherwise. H200
+// (580.159.04; bench/NOTES.md, v82 and v86), us, means of two rounds, 128
+// chunks of 4096 at 256 x 4 against 64 of 8192 at 256 x 8, f32 / f16 /
+// bf16: 1x524288 5.63 / 5.25 / 5.37 against 5.62 / 5.10 / 5.28; 1x400000
+// 5.48 / 5.21 / 5.31 against 5.44 / 4.99 / 5.21; 1x300000 5.43 / 5.21 /
+// 5.27 against 5.28 / 4.82 / 5.02. Two to seven rows were 3-13% slower
+// so (2x262144 5.37 / 4.96 / 5.12 against 5.53 / 5.30 / 5.54), and keep
+// their chunks of kSinglePassMinChunk.
+uint64_t backward_single_row_chunk(const Problem& problem, const Limits& l) {
+    if (!problem.backward || l.multiprocessors == 0 || problem.shape.rows() != 1) return 0;
+    const uint64_t grid = wave_grid(problem, l, kSinglePassMinChunk);
+    return 2 * grid > l.multiprocessors && grid <= l.multiprocessors ? kSinglePassHeldChunk : 0;
+}
+
 // The chunk of a backward problem spread over one wave of held chunks
 // (half_wave_batch(), few_rows_past_a_wave()): the least of
 // kSinglePassMinChunk, twice it, ..., kSinglePassBatchChunk whose grid fits
@@ -109,6 +126,7 @@ uint64_t held_f32_batch_chunk(const Problem& problem, const Limits& l) {
 // 9.15 / 8.29 / 8.15.
 uint64_t wave_chunk(const Problem& problem, const Limits& l) {
     if (!problem.backward || l.multiprocessors == 0) return 0;
+    if (const uint64_t chunk = backward_single_row_chunk(problem, l)) return chunk;
     const bool batch = half_wave_batch(problem, l);
     if (!batch && !few_rows_past_a_wave(problem, l)) return held_f32_batch_chunk(problem, l);
     uint64_t chunk = 0, grid = 0;
