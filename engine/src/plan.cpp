@@ -154,6 +154,10 @@ uint32_t access_width(const Problem& problem, Path path, const Limits& l, uint32
     return s.axis % 8 == 0 || (odd && chunked(path)) ? 8 : 4;
 }
 
+uint64_t dispatch_grid(uint64_t items, uint32_t max_groups) {
+    return max_groups ? std::min<uint64_t>(items, max_groups) : items;
+}
+
 // The longest window a row is read over on `path`: an ODD_ROWS row may
 // start up to a vector's width minus one before its first element.
 uint64_t row_window(const Problem& problem, Path path, const Limits& l) {
@@ -546,7 +550,7 @@ void plan_dispatch(const DeviceInfo& d, const Shape& range, Path path, const Geo
         plan.ranges > 1 ? div_up(g.workspace_bytes, range_alignment(d)) * range_alignment(d) : g.workspace_bytes;
     plan.workspace_bytes = plan.range_workspace_bytes * plan.ranges;
     plan.workspace_zeroed = path == Path::single_pass;
-    plan.groups = static_cast<uint32_t>(std::min<uint64_t>(g.items, d.max_workgroup_count[0]));
+    plan.groups = static_cast<uint32_t>(dispatch_grid(g.items, d.max_workgroup_count[0]));
     plan.push = PushConstants{static_cast<uint32_t>(range.rows()), static_cast<uint32_t>(range.axis),
                               static_cast<uint32_t>(range.inner), g.chunks, g.chunk, inv_t, {}};
 }

@@ -67,6 +67,10 @@ uint32_t slots_for(const Problem& problem, Path path, const Limits& l, uint64_t 
 // The slots an invocation of the workgroup row that holds a row whole at
 // up to `most` slots holds of it (plan.cpp).
 uint32_t whole_row_slots(const Problem& problem, const Limits& l, uint32_t most);
+// The workgroups a dispatch of `items` work items has: one an item, at
+// most `max_groups` (maxComputeWorkGroupCount[0]; 0: no limit known),
+// whose workgroups then loop over the items (plan.cpp).
+uint64_t dispatch_grid(uint64_t items, uint32_t max_groups);
 // Chunks of a chunked path for the geometry's tile (plan.cpp).
 void set_chunks(Geometry& g, const Problem& problem, const Limits& l, Path path, uint64_t want);
 // Error(unsupported) for a tensor of n elements and `bytes` that the

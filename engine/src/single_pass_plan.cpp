@@ -652,7 +652,7 @@ uint64_t single_pass_loop_iterations(const Geometry& g, const Limits& l, uint32_
     const uint64_t polling = (uint64_t{patience} + 2) * (partials_per_gathering_lane(g, l) + 2);
     const uint64_t own_chunk = 2 * kLoopIterationsPerTile * tiles + kLoopIterationsPerPartial;
     const uint64_t per_item = g.chunks * per_partial + polling + own_chunk;
-    const uint64_t grid = std::max<uint64_t>(1, std::min<uint64_t>(g.items, l.max_groups ? l.max_groups : g.items));
+    const uint64_t grid = std::max<uint64_t>(1, dispatch_grid(g.items, l.max_groups));
     return div_up(g.items, grid) * per_item;
 }
 
