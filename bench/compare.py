@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Tables from `vksoftmax bench --json` and `peers.py --json`, as Markdown:
+"""Tables from `vksoftmax bench --json` and `peers.py --json` (or, for
+`vksoftmax bench --backward`, `peers_backward.py --json`), as Markdown:
 vksoftmax against the best peer on each shape, both measured as GPU time
 (the peers' CUDA-graph figure), each above its own floor, and every peer's
 two timings.
@@ -63,12 +64,13 @@ def summary_table(vk, by, cuda_floor):
 
 
 def peers_table(vk, by):
-    head = "| dtype | shape | " + " | ".join(f"{k} graph / events" for k in PEERS) + " |"
-    lines = [head, "|---|---|" + "---:|" * len(PEERS)]
+    timed = [k for k in PEERS if any(k in p for p in by.values())]
+    head = "| dtype | shape | " + " | ".join(f"{k} graph / events" for k in timed) + " |"
+    lines = [head, "|---|---|" + "---:|" * len(timed)]
     for r in vk["rows"]:
         p = by.get((r["dtype"], r["shape"]), {})
         cells = []
-        for k in PEERS:
+        for k in timed:
             if k not in p:
                 cells.append("–")
                 continue
@@ -85,12 +87,19 @@ def main():
     ap.add_argument("--out")
     a = ap.parse_args()
     vk, peers = json.load(open(a.vk)), json.load(open(a.peers))
+    backward = bool(vk.get("backward"))
+    # peers_backward.py's files carry "backward" (older ones only "sinks").
+    peers_backward = bool(peers.get("backward", "sinks" in peers))
+    if backward != peers_backward:
+        raise SystemExit(f"compare.py: {a.vk} times the {'backward' if backward else 'forward'} pass and {a.peers} "
+                         f"the {'backward' if peers_backward else 'forward'}: time both the same way")
     by = {(r["dtype"], r["shape"]): r for r in peers["rows"]}
+    versions = f"PyTorch {peers['torch']}" + (f", Triton {peers['triton']}" if peers.get("triton") else "")
     cuda_floor = peers["graph_floor"]["median_us"]
     summary, met, total = summary_table(vk, by, cuda_floor)
     lines = [
         f"Device: {vk['device']['name']}, driver {vk['device']['driver']}, Vulkan {vk['device']['api_version']}; "
-        f"date {vk['date']}; PyTorch {peers['torch']}, Triton {peers['triton']}.",
+        f"date {vk['date']}; {versions}" + ("; the backward pass (y, dy in, dx out)." if backward else "."),
         "",
         f"Timing: {vk['iters']} back-to-back calls, median of {vk['repeats']}, after a warm-up burst. vksoftmax: "
         "GPU timestamps around a recorded command buffer. Peers, graph: the same number of calls captured once in "
@@ -99,7 +108,7 @@ def main():
         f"Floors, per call: Vulkan one-workgroup dispatch + the same barrier {vk['floor_us']:.2f} us; CUDA graph "
         f"kernel node {cuda_floor:.2f} us. '% of copy at size': GB/s against a copy of the same bytes timed the same "
         f"way (device ceiling over {vk['copy_ceiling']['bytes']} bytes: {vk['copy_ceiling']['gbps']:.0f} GB/s). "
-        "GB/s counts 2 x N x sizeof(dtype).",
+        f"GB/s counts {3 if backward else 2} x N x sizeof(dtype).",
         f"Targets: 'floor' = vksoftmax's time above its floor <= the best peer's above its own; 'faster' (where the "
         f"best peer takes >= {OUTRIGHT_US:.0f} us) = faster outright.",
         "",

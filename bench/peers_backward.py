@@ -112,7 +112,7 @@ def main():
     floor = graph_floor(a.iters, a.repeats, a.warmup_s)
     rows = []
     out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "iters": a.iters, "repeats": a.repeats,
-           "graph_floor": floor, "log": a.log, "sinks": a.sinks, "rows": rows}
+           "graph_floor": floor, "backward": True, "log": a.log, "sinks": a.sinks, "rows": rows}
     for dname in a.dtype.split(","):
         for shape in a.shapes.split(","):
             r, c = (int(v) for v in shape.split("x"))
