@@ -1305,7 +1305,7 @@ TEST(Plan, OddRowsInChunksOf4096) {
 TEST(Plan, ForwardRowsSpreadOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     for (const WaveCase& c :
-         {WaveCase{1, 65536, Dtype::f32, 4096, 16, 256, 4}, WaveCase{1, 262144, Dtype::bf16, 4096, 64, 256, 4},
+         {WaveCase{1, 65536, Dtype::f32, 2048, 32, 128, 4}, WaveCase{1, 262144, Dtype::bf16, 4096, 64, 256, 4},
           WaveCase{2, 131072, Dtype::f16, 4096, 64, 256, 4}, WaveCase{1, 524288, Dtype::f16, 8192, 64, 256, 8},
           WaveCase{1, 262145, Dtype::f32, 4104, 64, 256, 8}, WaveCase{2, 262144, Dtype::bf16, 8192, 64, 256, 8},
           WaveCase{3, 131072, Dtype::bf16, 8192, 48, 256, 8}, WaveCase{4, 100000, Dtype::f32, 6256, 64, 256, 8},
@@ -1459,6 +1459,35 @@ TEST(Plan, BackwardRowsFillAWave) {
     EXPECT_EQ(choose_path(h100, rows_of(3, 1u << 20, Dtype::f16)), Path::split)
         << "the forward pass of f16 3x1048576 (384 chunks of 8192: past two waves)";
     EXPECT_EQ(choose_path(h200(), rows), Path::split) << "no multiprocessor count";
+}
+
+// A forward single row that chunks of 4096 would cut into 16 (rows of
+// 32769-65536 elements): 32 chunks of at most 2048, each the count's share
+// of the row, held at 128 x 4. Shorter and longer rows, rows of two and
+// more, odd 16-bit rows (their own chunks of 4096), the backward pass, a
+// forced chunk and a device that counts no multiprocessors keep their
+// plans.
+TEST(Plan, SingleRowsInChunksAt128Invocations) {
+    const DeviceInfo h100 = counted_h100();
+    for (const WaveCase& c :
+         {WaveCase{1, 32769, Dtype::f32, 1032, 32, 128, 4}, WaveCase{1, 40000, Dtype::f16, 1256, 32, 128, 4},
+          WaveCase{1, 50257, Dtype::f32, 1576, 32, 128, 4}, WaveCase{1, 65536, Dtype::bf16, 2048, 32, 128, 4}})
+        expect_wave_geometry(h100, c, true, false);
+    for (const WaveCase& c :
+         {WaveCase{1, 32768, Dtype::f32, 4096, 8, 256, 4}, WaveCase{1, 32000, Dtype::bf16, 4096, 8, 256, 4},
+          WaveCase{1, 131072, Dtype::f32, 4096, 32, 256, 4}, WaveCase{2, 65536, Dtype::f16, 4096, 32, 256, 4},
+          WaveCase{1, 50257, Dtype::f16, 3144, 16, 256, 4}})
+        expect_wave_geometry(h100, c, false, false);
+    Problem backward = rows_of(1, 65536);
+    backward.backward = true;
+    EXPECT_EQ(plan_geometry(h100, backward).key[0].workgroup_size, 256u) << "backward 1x65536";
+    PlanOptions forced;
+    forced.chunk_elements = 4096;
+    const Plan kept = plan_geometry(h100, rows_of(1, 65536), forced);
+    EXPECT_EQ(kept.push.chunk, 4096u) << "1x65536 forced to chunks of 4096";
+    EXPECT_EQ(kept.key[0].workgroup_size, 256u) << "1x65536 forced to chunks of 4096";
+    const Plan uncounted = plan_geometry(h200(), rows_of(1, 65536));
+    EXPECT_NE(uncounted.key[0].workgroup_size, 128u) << "no multiprocessor count: " << path_name(uncounted.path);
 }
 
 // A backward single row whose chunks of 4096 fill more than half a wave

@@ -275,6 +275,46 @@ TEST_F(SinglePassTest, VocabularyRows) {
         }
 }
 
+// Single rows of 32769-65536 elements, which a device that counts its
+// multiprocessors cuts into 32 chunks of at most 2048 held at 128 x 4
+// (spread_single_row_chunk()), softmax and log-softmax in each type, with
+// a spike of 12 near the row's end (most of the row's mass: a lost partial
+// moves every output far past the bound): chunks of 2048 at 128 x 4
+// forced on every device (the rows of 40000 and 50257 leave their last
+// chunks empty so), and on such a device the plan's own, which must be
+// that geometry.
+TEST_F(SinglePassTest, SingleRowsInChunksAt128Invocations) {
+    struct Case {
+        uint64_t cols;
+        Dtype dtype;
+    };
+    const bool counted = ctx().info().multiprocessors != 0;
+    for (const Case& c : {Case{32769, Dtype::f32}, Case{40000, Dtype::f16}, Case{50257, Dtype::f32},
+                          Case{65536, Dtype::bf16}})
+        for (bool log : {false, true}) {
+            const Problem p = rows_of(1, c.cols, c.dtype, log);
+            const uint32_t seed = fresh_seed();
+            std::vector<float> x = random_logits(c.cols, seed);
+            x[c.cols - 7] = 12.f;
+            PlanOptions forced = single_pass(2048);
+            forced.workgroup_size = 128;
+            forced.slots = 4;
+            std::vector<PlanOptions> runs = {forced};
+            if (counted) runs.push_back(PlanOptions{});
+            for (const PlanOptions& opts : runs) {
+                Outcome o = run_and_compare(p, x, opts);
+                const std::string what = describe(p, opts) + " (seed " + std::to_string(seed) + ", " +
+                                         describe_geometry(o.plan) + ")";
+                EXPECT_TRUE(o.acc.within(accuracy_bound(c.dtype, log).rel, 0.0)) << what << ": " << o.acc.describe();
+                if (opts.path) continue;
+                EXPECT_EQ(o.plan.path, Path::single_pass) << what;
+                EXPECT_EQ(o.plan.key[0].workgroup_size, 128u) << what;
+                EXPECT_LE(o.plan.push.chunks, 32u) << what;
+                EXPECT_LE(o.plan.push.chunk, 4 * o.plan.key[0].slots * 128u) << what << ": not held in one tile";
+            }
+        }
+}
+
 // A row of 1024 chunks of 1024 asked for, and a patience of one polling
 // round: the first workgroups to run compute most of the row's partials
 // themselves. Where the device caps an invocation's loop iterations in all

@@ -181,6 +181,30 @@ uint64_t wave_row_chunks_most(const Problem& problem, const Limits& l, uint64_t 
     return 2 * grid <= l.multiprocessors ? kSinglePassSpreadMaxChunks : kSinglePassSpreadMaxChunks / 2;
 }
 
+// The chunk of a forward single row that chunks of kSinglePassMinChunk
+// cut into kSinglePassSpreadSingleRowChunks (a power of two: rows of
+// 32769-65536 elements): half that chunk, twice as many, each the count's
+// share of the row, held at kSinglePassSpreadSingleRowWorkgroup
+// invocations rather than at 256, so that the row's exps, which each
+// chunk's statistic waits on, spread over twice the multiprocessors; 0
+// otherwise. The path stays the one held_wave_chunk() chose for such rows.
+// H200 (580.159.04; bench/NOTES.md, v88, call 2), us, means of three
+// rounds, 256 x 4 against 128 x 4, f32 / f16 / bf16: 1x40000 (32 chunks of 1256) 5.00 /
+// 4.99 / 5.01 against 4.89 / 4.93 / 4.90; 1x65536 (32 of 2048) 5.04 /
+// 5.01 / 5.04 against 4.89 / 4.89 / 4.96; f32 1x50257 5.32 against 5.21;
+// log-softmax (two rounds) f32 1x50257 5.37 against 5.21, 1x65536 5.04 /
+// 5.07 / 5.14 against 4.97 / 5.01 / 5.02. Rows of 16384-32768 were 0-3.4%
+// slower in 32 chunks of 1024 at 128 x 2 (f32 1x32768 4.71 against 4.87,
+// f16 1x32000 4.69 against 4.80) and keep theirs. 16-bit rows not a
+// multiple of 4 long take odd_row_chunk() first.
+uint64_t spread_single_row_chunk(const Problem& problem, const Limits& l) {
+    if (problem.backward || l.multiprocessors == 0 || problem.shape.rows() != 1 ||
+        wave_grid(problem, l, kSinglePassMinChunk) != kSinglePassSpreadSingleRowChunks ||
+        kSinglePassSpreadSingleRowWorkgroup < l.min_workgroup)
+        return 0;
+    return kSinglePassMinChunk / 2;
+}
+
 // The chunk of a forward problem spread over one wave of held chunks, each
 // in one tile of wave_workgroup(): chunks of kSinglePassMinChunk (256 x 4)
 // where their grid fills at most half the multiprocessors, else of
@@ -563,7 +587,9 @@ void fill_chunks(Geometry& g, const Problem& problem, const Limits& l) {
 // kSinglePassBatchChunk, re-read from L2, so that their grid stays small
 // enough to be resident; problems of one wave hold theirs (wave_chunk()
 // backward, held_wave_chunk() forward; held_wave_batch()), and so do
-// forward batches of a few waves (held_batch_chunk()).
+// forward batches of a few waves (held_batch_chunk()); forward single rows
+// of 32769-65536 elements hold theirs at 128 invocations
+// (spread_single_row_chunk()).
 Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
@@ -573,11 +599,14 @@ Geometry plan_single_pass(const Problem& problem, const PlanOptions& options, co
     // count of it (0: the batch's or the forced chunks).
     uint64_t held = forced ? 0 : problem.backward ? wave_chunk(problem, l) : short_row_chunk(problem, l);
     if (!forced && !held) held = odd_row_chunk(problem, l);
+    const uint64_t spread_row = !forced && !held ? spread_single_row_chunk(problem, l) : 0;
+    if (spread_row) held = spread_row;
     if (!forced && !held) held = held_wave_chunk(problem, l);
     if (!forced && !held) held = held_batch_chunk(problem, l);
     if (!forced && !held) held = held_backward_batch_chunk(problem, l);
     const bool held_wave = !forced && !held && held_wave_batch(problem, l);
-    const uint32_t workgroup = held        ? wave_workgroup(held)
+    const uint32_t workgroup = spread_row ? kSinglePassSpreadSingleRowWorkgroup
+                               : held     ? wave_workgroup(held)
                                : held_wave ? wave_workgroup(kSinglePassBatchChunk)
                                            : kSinglePassWorkgroup;
     g.workgroup_size = std::max(l.min_workgroup, std::min(l.max_workgroup, workgroup));

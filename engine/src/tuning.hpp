@@ -257,6 +257,13 @@ constexpr uint64_t kSinglePassShortChunkWaves = 2;
 // (forced): 16x100003 (32 of 4096) 8.13 / 7.95 against 7.59 / 7.80 (mixed),
 // 8x151937 (64) 7.95 / 7.64 against 8.33 / 8.58 (bench/NOTES.md, v71).
 constexpr uint64_t kSinglePassOddRowMaxChunks = 16;
+// Forward single rows that chunks of kSinglePassMinChunk cut into
+// kSinglePassSpreadSingleRowChunks (rows of 32769-65536 elements) take
+// twice as many chunks, of half the length, held at
+// kSinglePassSpreadSingleRowWorkgroup invocations
+// (spread_single_row_chunk() in single_pass_plan.cpp).
+constexpr uint64_t kSinglePassSpreadSingleRowChunks = 16;
+constexpr uint32_t kSinglePassSpreadSingleRowWorkgroup = 128;
 // Forward rows spread over one wave of held chunks (held_wave_chunk() in
 // single_pass_plan.cpp) take at most this many chunks a row, and half as
 // many where the wave is more than half full: each lane of the gathering
