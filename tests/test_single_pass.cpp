@@ -280,9 +280,9 @@ TEST_F(SinglePassTest, VocabularyRows) {
 // (spread_single_row_chunk()), softmax and log-softmax in each type, with
 // a spike of 12 near the row's end (most of the row's mass: a lost partial
 // moves every output far past the bound): chunks of 2048 at 128 x 4
-// forced on every device (the rows of 40000 and 50257 leave their last
-// chunks empty so), and on such a device the plan's own, which must be
-// that geometry.
+// forced on every device (rows under 65536 leave their last chunks empty
+// so: a forced chunk is not cut to the row), and on such a device the
+// plan's own, which must be that geometry.
 TEST_F(SinglePassTest, SingleRowsInChunksAt128Invocations) {
     struct Case {
         uint64_t cols;
