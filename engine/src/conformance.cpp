@@ -104,11 +104,16 @@ std::vector<float> make_input(const Case& c, std::mt19937& rng) {
     std::normal_distribution<float> logits(0.f, 4.f);
     std::uniform_real_distribution<float> small(-1.f, 1.f);
     for (float& v : x) v = logits(rng);
-    if (!c.edge_rows) return x;
+    auto row = [&](uint64_t r) { return x.data() + r * L; };
+    if (!c.edge_rows) {
+        // Single rows: the spike in the row's last chunk, whatever the plan's chunks.
+        if (c.spike_rows)
+            for (uint64_t r = 0; r < c.shape.rows(); ++r) row(r)[L - 1 - (r * 997) % L] = kSpike;
+        return x;
+    }
     const bool f16 = c.dtype == Dtype::f16;
     // bf16's largest finite value; FLT_MAX would round up to inf.
     const float big = f16 ? 65504.f : c.dtype == Dtype::bf16 ? 3.3895314e38f : FLT_MAX;
-    auto row = [&](uint64_t r) { return x.data() + r * L; };
     const uint64_t at = L > 1 ? 1 + rng() % (L - 1) : 0;
     for (uint64_t i = 0; i < L; ++i) {
         row(1)[i] = (i % 4 == 0) ? 0.f : (i % 4 == 1) ? -0.f : (i % 4 == 2) ? 1e-40f : -1e-42f;  // +-0, subnormals
@@ -200,6 +205,24 @@ void add_attention_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
                                    dt, false, {1, 2, 12, 65537}, all, 0.5));
 }
 
+// Single rows (full catalogue), softmax and log-softmax, forward or
+// backward, each with a spike of kSpike in its last chunk: the lengths
+// whose plans on a device that counts its multiprocessors take rules of
+// their own for one row (forward 40000: 32 chunks held at 128 invocations;
+// 300000: held chunks of 8192, backward too, in half as many as chunks of
+// 4096 would make).
+void add_single_row_cases(Dtype dt, bool backward, std::vector<Case>& cases) {
+    for (uint64_t L : {40000u, 300000u})
+        for (bool log : {false, true}) {
+            Case c{std::string(backward ? "backward " : "") + dtype_name(dt) + (log ? " log-softmax" : " softmax") +
+                       " 1x" + std::to_string(L) + " (single row)",
+                   {1, L, 1}, dt, log, 1.0, false};
+            c.spike_rows = true;
+            c.backward = backward;
+            cases.push_back(c);
+        }
+}
+
 // The backward pass of softmax and log-softmax, on rows short and long
 // (edge rows: NaN and all -inf rows give NaN y, some -inf a 0 or -inf in
 // y), with scale 0.5 on the log-softmax ones; the full catalogue also
@@ -233,6 +256,7 @@ void add_backward_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
         cases.push_back(sinks);
     }
     if (quick) return;
+    add_single_row_cases(dt, true, cases);
     Case strided{"backward " + std::string(dtype_name(dt)) + " softmax (4,33,9) axis 1", shape_for_axis({4, 33, 9}, 1), dt,
                  false, 1.0, false};
     strided.backward = true;
@@ -261,6 +285,7 @@ std::vector<Case> catalogue(const Context& ctx, bool quick) {
             c.name = std::string(dtype_name(dt)) + " log-softmax (4,33,9) axis " + std::to_string(axis);
             cases.push_back(c);
         }
+        if (!quick) add_single_row_cases(dt, false, cases);
         cases.push_back({std::string(dtype_name(dt)) + " softmax 12x1000 T=0.5", {12, 1000, 1}, dt, false, 0.5, true});
         cases.push_back({std::string(dtype_name(dt)) + " log-softmax 12x4097 T=3", {12, 4097, 1}, dt, true, 3.0, true});
         // Attention's scale, 1/sqrt(128): the temperature's multiplier set as a scale.
