@@ -1,5 +1,6 @@
-// ggml's Vulkan soft_max (soft_max_ext: softmax(x * scale + mask)) timed
-// beside `vksoftmax bench`: the peer that LLM engines on Vulkan run today.
+// ggml's Vulkan soft_max (soft_max_ext: softmax(x * scale + mask)) and its
+// backward pass (soft_max_ext_back) timed beside `vksoftmax bench`: the
+// peer that LLM engines on Vulkan run today.
 //
 // Each case is a chain of calls, each one's input the output before it,
 // so that ggml puts a barrier between them as vksoftmax bench does between
@@ -45,6 +46,7 @@ struct Case {
     int64_t rows = 0, cols = 0;
     int64_t heads = 1, batch = 1;
     bool mask = false;
+    bool backward = false;  // soft_max_ext_back: dx from dy and y
 };
 
 Case parse_case(const std::string& text, bool attention) {
@@ -63,15 +65,17 @@ Case parse_case(const std::string& text, bool attention) {
     return c;
 }
 
-// x (cols, rows, heads, batch) in ggml's order, the mask (cols, rows), a
-// chain of 2 * calls soft_max_ext nodes, and graphs of its first node, its
-// first `calls` nodes and all of them.
+// x (cols, rows, heads, batch) in ggml's order (the backward pass: dy),
+// the mask (cols, rows) or the backward pass's y, a chain of 2 * calls
+// soft_max_ext (or soft_max_ext_back) nodes, and graphs of its first node,
+// its first `calls` nodes and all of them.
 struct Chain {
     ggml_context* data = nullptr;   // x and the mask, allocated once
     ggml_context* nodes = nullptr;  // the chain, placed by the graph allocator
     ggml_backend_buffer_t buffer = nullptr;
     ggml_tensor* x = nullptr;
     ggml_tensor* mask = nullptr;
+    ggml_tensor* y = nullptr;  // backward: the softmax output every call reads
     ggml_cgraph* one = nullptr;
     ggml_cgraph* single = nullptr;  // `calls` nodes
     ggml_cgraph* twice = nullptr;   // 2 * `calls` nodes
@@ -83,6 +87,7 @@ struct Chain {
         data = ggml_init(dp);
         x = ggml_new_tensor_4d(data, GGML_TYPE_F32, c.cols, c.rows, c.heads, c.batch);
         if (c.mask) mask = ggml_new_tensor_2d(data, GGML_TYPE_F16, c.cols, c.rows);
+        if (c.backward) y = ggml_new_tensor_4d(data, GGML_TYPE_F32, c.cols, c.rows, c.heads, c.batch);
         buffer = ggml_backend_alloc_ctx_tensors(data, backend);
         const size_t graph_size = 2 * static_cast<size_t>(calls) + 16;
         ggml_init_params np{ggml_tensor_overhead() * graph_size + 3 * ggml_graph_overhead_custom(graph_size, false),
@@ -93,7 +98,8 @@ struct Chain {
         single = ggml_new_graph_custom(nodes, graph_size, false);
         twice = ggml_new_graph_custom(nodes, graph_size, false);
         for (int k = 0; k < 2 * calls; ++k) {
-            t = ggml_soft_max_ext(nodes, t, mask, scale, 0.0f);
+            t = c.backward ? ggml_soft_max_ext_back(nodes, t, y, scale, 0.0f)
+                           : ggml_soft_max_ext(nodes, t, mask, scale, 0.0f);
             if (k == 0) first = t, ggml_build_forward_expand(one, t);
             if (k == 1) second = t;
             if (k == calls - 1) ggml_build_forward_expand(single, t);
@@ -109,6 +115,13 @@ struct Chain {
     Chain& operator=(const Chain&) = delete;
 };
 
+void softmax_row(float* row, int64_t cols) {
+    double top = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < cols; ++j) top = std::max(top, static_cast<double>(row[j]));
+    for (int64_t j = 0; j < cols; ++j) sum += std::exp(row[j] - top);
+    for (int64_t j = 0; j < cols; ++j) row[j] = static_cast<float>(std::exp(row[j] - top) / sum);
+}
+
 // With a spike, each row's element at 85% of its length is `spike`: the
 // chunk that holds it must reach the row's max (a lost partial overflows).
 std::vector<float> upload_inputs(const Chain& chain, const Case& c, float spike) {
@@ -118,6 +131,13 @@ std::vector<float> upload_inputs(const Chain& chain, const Case& c, float spike)
     for (float& v : x) v = logit(rng);
     if (spike != 0.f)
         for (size_t row = 0; row < x.size() / c.cols; ++row) x[row * c.cols + c.cols * 85 / 100] = spike;
+    if (c.backward) {  // dy normal(0, 1), y the softmax of those logits
+        std::vector<float> y = x;
+        for (size_t row = 0; row < y.size() / c.cols; ++row) softmax_row(&y[row * c.cols], c.cols);
+        ggml_backend_tensor_set(chain.y, y.data(), 0, y.size() * sizeof(float));
+        std::normal_distribution<float> gradient(0.f, 1.f);
+        for (float& v : x) v = gradient(rng);
+    }
     ggml_backend_tensor_set(chain.x, x.data(), 0, x.size() * sizeof(float));
     if (chain.mask) {
         std::uniform_real_distribution<float> value(-4.f, 0.f);
@@ -130,35 +150,61 @@ std::vector<float> upload_inputs(const Chain& chain, const Case& c, float spike)
     return x;
 }
 
-// The largest relative error of one call's output against float64, over up
-// to 64 rows spread through the tensor; masked elements must be exactly 0.
+// Row `row` of one call in float64: softmax(x * scale + mask), or the
+// backward pass's scale * (dy - sum(dy * y)) * y with x as dy.
+std::vector<double> reference_row(const Case& c, const float* x, const float* y, const ggml_fp16_t* mask,
+                                  int64_t row, float scale) {
+    std::vector<double> out(static_cast<size_t>(c.cols));
+    if (c.backward) {
+        double dot = 0;
+        for (int64_t j = 0; j < c.cols; ++j) dot += static_cast<double>(x[j]) * y[j];
+        for (int64_t j = 0; j < c.cols; ++j) out[j] = scale * (x[j] - dot) * y[j];
+        return out;
+    }
+    const int64_t q = row % c.rows;
+    double top = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < c.cols; ++j) {
+        out[j] = static_cast<double>(x[j]) * scale + (mask ? ggml_fp16_to_fp32(mask[q * c.cols + j]) : 0.0);
+        top = std::max(top, out[j]);
+    }
+    for (int64_t j = 0; j < c.cols; ++j) sum += std::exp(out[j] - top);
+    for (int64_t j = 0; j < c.cols; ++j) out[j] = std::exp(out[j] - top) / sum;
+    return out;
+}
+
+// One call's largest error against float64 over up to 64 rows spread
+// through the tensor, as tests/TOLERANCES.md judges vksoftmax's: relative
+// to each element for softmax (a masked element must be exactly 0); for
+// the backward pass, whose dy - sum(dy * y) cancels by design, relative to
+// the size of what was added up, |ref| + scale * y * (|dy| + sum|y dy|).
 double check_one_call(ggml_backend_t backend, const Chain& chain, const Case& c, const std::vector<float>& x,
                       float scale) {
     ggml_backend_graph_compute(backend, chain.one);
-    std::vector<float> y(x.size());
-    ggml_backend_tensor_get(chain.first, y.data(), 0, y.size() * sizeof(float));
+    std::vector<float> got(x.size()), y(c.backward ? x.size() : 0);
+    ggml_backend_tensor_get(chain.first, got.data(), 0, got.size() * sizeof(float));
+    if (c.backward) ggml_backend_tensor_get(chain.y, y.data(), 0, y.size() * sizeof(float));
     std::vector<ggml_fp16_t> mask(chain.mask ? static_cast<size_t>(c.rows * c.cols) : 0);
     if (chain.mask) ggml_backend_tensor_get(chain.mask, mask.data(), 0, mask.size() * sizeof(ggml_fp16_t));
     const int64_t all_rows = c.rows * c.heads * c.batch;
     const int64_t step = std::max<int64_t>(1, all_rows / 64);
     double worst = 0;
-    std::vector<double> z(static_cast<size_t>(c.cols));
     for (int64_t row = 0; row < all_rows; row += step) {
-        const int64_t q = row % c.rows;
-        double top = -INFINITY;
+        const size_t start = static_cast<size_t>(row * c.cols);
+        const std::vector<double> ref = reference_row(c, &x[start], c.backward ? &y[start] : nullptr,
+                                                      chain.mask ? mask.data() : nullptr, row, scale);
+        double added_up = 0;  // backward: sum |y dy|
+        for (int64_t j = 0; c.backward && j < c.cols; ++j) added_up += std::abs(double(y[start + j]) * x[start + j]);
         for (int64_t j = 0; j < c.cols; ++j) {
-            const double m = chain.mask ? ggml_fp16_to_fp32(mask[q * c.cols + j]) : 0.0;
-            z[j] = static_cast<double>(x[row * c.cols + j]) * scale + m;
-            top = std::max(top, z[j]);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < c.cols; ++j) sum += std::exp(z[j] - top);
-        for (int64_t j = 0; j < c.cols; ++j) {
-            const double ref = std::exp(z[j] - top) / sum;
-            const double got = y[row * c.cols + j];
-            const double err = ref == 0 ? (got == 0 ? 0 : INFINITY) : std::abs(got - ref) / ref;
-            if (std::isnan(got)) worst = INFINITY;
-            if (ref > 1e-30 || ref == 0) worst = std::max(worst, err);
+            const double value = got[start + j], want = ref[j];
+            if (std::isnan(value)) return INFINITY;
+            if (c.backward) {
+                const double size = std::abs(want) + scale * y[start + j] * (std::abs(x[start + j]) + added_up);
+                worst = std::max(worst, std::abs(value - want) / std::max(size, 1e-30));
+            } else if (want == 0) {
+                if (value != 0) return INFINITY;
+            } else if (want > 1e-30) {
+                worst = std::max(worst, std::abs(value - want) / want);
+            }
         }
     }
     return worst;
@@ -183,6 +229,7 @@ int main(int argc, char** argv) {
     int calls = 100, repeats = 7, device = 0;
     double warmup_ms = 300;
     float spike = 0;
+    bool backward = false;
     app.add_option("--shapes", shapes, "ROWSxCOLS,... (softmax of each row, scale 1, no mask)");
     app.add_option("--attention", attention,
                    "BATCHxHEADSxN,... (x of (batch, heads, n, n), an fp16 (n, n) mask, scale 1/sqrt(128))");
@@ -190,6 +237,9 @@ int main(int argc, char** argv) {
     app.add_option("--repeats", repeats, "Timed computes of each chain; the median (default 7)");
     app.add_option("--warmup-ms", warmup_ms, "Compute the chain this long before timing (default 300)");
     app.add_option("--device", device, "ggml's Vulkan device index (default 0)");
+    app.add_flag("--backward", backward,
+                 "Time soft_max_ext_back on --shapes instead (dx from dy normal(0, 1) and y the softmax of "
+                 "normal(0, 4) logits), over 3 x the tensor's bytes");
     app.add_option("--spike", spike, "Set each row's element at 85% of its length to this logit (default: none)");
     app.add_option("--json", json_path, "Write every figure to this JSON file");
     CLI11_PARSE(app, argc, argv);
@@ -202,6 +252,13 @@ int main(int argc, char** argv) {
     };
     add(shapes, false);
     add(attention, true);
+    for (Case& c : cases) {
+        if (backward && c.mask) {
+            std::fprintf(stderr, "peers_ggml: --backward times --shapes only, not --attention\n");
+            return 2;
+        }
+        c.backward = backward;
+    }
 
     // ggml lists no CPU device (lavapipe) unless GGML_VK_VISIBLE_DEVICES names it.
     if (device < 0 || device >= ggml_backend_vk_get_device_count()) {
@@ -231,7 +288,7 @@ int main(int argc, char** argv) {
         }
         const std::vector<float> x = upload_inputs(chain, c, spike);
         const double error = check_one_call(backend, chain, c, x, scale);
-        const bool ok = error < 1e-4;
+        const bool ok = error <= 1e-5;  // vksoftmax's fp32 bound (tests/TOLERANCES.md)
 
         const auto warm_until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(warmup_ms);
         while (std::chrono::steady_clock::now() < warm_until) ggml_backend_graph_compute(backend, chain.twice);
@@ -249,12 +306,18 @@ int main(int argc, char** argv) {
         // ggml's allocator may run soft_max in place: a call then reads and
         // writes one buffer, where vksoftmax bench reads one and writes another.
         const bool in_place = chain.second->data == chain.first->data;
-        const double bytes = 2.0 * 4.0 * static_cast<double>(ggml_nelements(chain.x));
-        std::printf("ggml f32 %s%s: wall %.2f us a call (%.0f GB/s), %s, max rel error %.2e %s\n", c.name.c_str(),
-                    c.mask ? " + mask" : "", wall_us, bytes / wall_us / 1e3, in_place ? "in place" : "two buffers",
-                    error, ok ? "ok" : "WRONG RESULT");
-        out["cases"].push_back({{"case", c.name}, {"attention", c.mask}, {"wall_us", wall_us}, {"in_place", in_place},
-                                {"max_rel_error", error}, {"ok", ok}, {"bytes", bytes}});
+        const double bytes = (c.backward ? 3.0 : 2.0) * 4.0 * static_cast<double>(ggml_nelements(chain.x));
+        std::printf("ggml f32 %s%s%s: wall %.2f us a call (%.0f GB/s), %s, max error %.2e %s\n", c.name.c_str(),
+                    c.mask ? " + mask" : "", c.backward ? " backward" : "", wall_us, bytes / wall_us / 1e3,
+                    in_place ? "in place" : "two buffers", error, ok ? "ok" : "WRONG RESULT");
+        out["cases"].push_back({{"case", c.name},
+                                {"attention", c.mask},
+                                {"backward", c.backward},
+                                {"wall_us", wall_us},
+                                {"in_place", in_place},
+                                {"max_error", error},
+                                {"ok", ok},
+                                {"bytes", bytes}});
         ggml_gallocr_free(alloc);
     }
     ggml_backend_free(backend);
