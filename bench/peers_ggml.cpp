@@ -52,11 +52,16 @@ struct Case {
 Case parse_case(const std::string& text, bool attention) {
     std::vector<int64_t> dims;
     std::stringstream in(text);
-    for (std::string part; std::getline(in, part, 'x');) dims.push_back(std::stoll(part));
+    for (std::string part; std::getline(in, part, 'x');) {
+        const bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || part.size() > 12 || std::stoll(part) == 0)
+            throw std::runtime_error("'" + text + "': '" + part + "' is not a positive size");
+        dims.push_back(std::stoll(part));
+    }
     Case c;
     c.name = text;
     if (attention) {
-        if (dims.size() != 3) throw std::runtime_error("--attention: '" + text + "' is not BATCHxHEADSxN");
+        if (dims.size() != 3) throw std::runtime_error("--attention: '" + text + "' is not BATCHxHEADSxN, e.g. 1x32x2048");
         c.batch = dims[0], c.heads = dims[1], c.rows = dims[2], c.cols = dims[2], c.mask = true;
     } else {
         if (dims.size() != 2) throw std::runtime_error("--shapes: '" + text + "' is not ROWSxCOLS");
@@ -221,26 +226,94 @@ double median_seconds(ggml_backend_t backend, ggml_cgraph* graph, int repeats) {
     return times[times.size() / 2];
 }
 
+struct Options {
+    int calls = 100, repeats = 7;
+    double warmup_ms = 300;
+    float spike = 0;
+};
+
+struct Figures {
+    double wall_us = 0;  // NaN where the longer chain was not the slower
+    bool in_place = false;
+    double error = 0;
+    bool ok = false;
+    double bytes = 0;
+};
+
+// One case: its chain placed, one call checked, the clocks warmed, the two
+// chains timed, and (for GGML_VK_PERF_LOGGER) one chain timed by ggml.
+Figures run_case(ggml_backend_t backend, const Case& c, const Options& o) {
+    const float scale = c.mask ? 1.0f / std::sqrt(128.0f) : 1.0f;
+    Chain chain(backend, c, o.calls, scale);
+    // The longer chain places every node; the shorter graphs are its first
+    // nodes, in those places.
+    ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
+    if (!ggml_gallocr_alloc_graph(alloc, chain.twice)) {
+        ggml_gallocr_free(alloc);
+        throw std::runtime_error(c.name + ": ggml could not allocate the chain");
+    }
+    Figures f;
+    const std::vector<float> x = upload_inputs(chain, c, o.spike);
+    f.error = check_one_call(backend, chain, c, x, scale);
+    f.ok = f.error <= 1e-5;  // vksoftmax's fp32 bound (tests/TOLERANCES.md)
+
+    const auto warm_until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(o.warmup_ms);
+    while (std::chrono::steady_clock::now() < warm_until) ggml_backend_graph_compute(backend, chain.twice);
+    const double t_twice = median_seconds(backend, chain.twice, o.repeats);
+    const double t_single = median_seconds(backend, chain.single, o.repeats);
+    f.wall_us = t_twice > t_single ? (t_twice - t_single) / o.calls * 1e6 : NAN;
+
+    // With GGML_VK_PERF_LOGGER, ggml prints each compute's node times on
+    // stderr after it: this line marks the case the next ones time.
+    std::fprintf(stderr, "peers_ggml case: %s\n", c.name.c_str());
+    std::fflush(stderr);
+    ggml_backend_graph_compute(backend, chain.single);
+    std::fflush(stderr);
+
+    // ggml's allocator may run soft_max in place: a call then reads and
+    // writes one buffer, where vksoftmax bench reads one and writes another.
+    f.in_place = chain.second->data == chain.first->data;
+    f.bytes = (c.backward ? 3.0 : 2.0) * 4.0 * static_cast<double>(ggml_nelements(chain.x));
+    ggml_gallocr_free(alloc);
+    return f;
+}
+
+void report(const Case& c, const Figures& f, nlohmann::json& out) {
+    char wall[96] = "wall unmeasured (the longer chain was not the slower: more --calls or --repeats)";
+    if (!std::isnan(f.wall_us))
+        std::snprintf(wall, sizeof wall, "wall %.2f us a call (%.0f GB/s)", f.wall_us, f.bytes / f.wall_us / 1e3);
+    std::printf("ggml f32 %s%s%s: %s, %s, max error %.2e %s\n", c.name.c_str(), c.mask ? " + mask" : "",
+                c.backward ? " backward" : "", wall, f.in_place ? "in place" : "two buffers", f.error,
+                f.ok ? "ok" : "WRONG RESULT");
+    out["cases"].push_back({{"case", c.name},
+                            {"attention", c.mask},
+                            {"backward", c.backward},
+                            {"wall_us", std::isnan(f.wall_us) ? nlohmann::json() : nlohmann::json(f.wall_us)},
+                            {"in_place", f.in_place},
+                            {"max_error", f.error},
+                            {"ok", f.ok},
+                            {"bytes", f.bytes}});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"ggml's Vulkan soft_max_ext timed beside vksoftmax bench (fp32)"};
     std::string shapes, attention, json_path;
-    int calls = 100, repeats = 7, device = 0;
-    double warmup_ms = 300;
-    float spike = 0;
+    Options o;
+    int device = 0;
     bool backward = false;
     app.add_option("--shapes", shapes, "ROWSxCOLS,... (softmax of each row, scale 1, no mask)");
     app.add_option("--attention", attention,
                    "BATCHxHEADSxN,... (x of (batch, heads, n, n), an fp16 (n, n) mask, scale 1/sqrt(128))");
-    app.add_option("--calls", calls, "Calls in the shorter chain (default 100; the longer has twice)");
-    app.add_option("--repeats", repeats, "Timed computes of each chain; the median (default 7)");
-    app.add_option("--warmup-ms", warmup_ms, "Compute the chain this long before timing (default 300)");
+    app.add_option("--calls", o.calls, "Calls in the shorter chain (default 100; the longer has twice)");
+    app.add_option("--repeats", o.repeats, "Timed computes of each chain; the median (default 7)");
+    app.add_option("--warmup-ms", o.warmup_ms, "Compute the chain this long before timing (default 300)");
     app.add_option("--device", device, "ggml's Vulkan device index (default 0)");
     app.add_flag("--backward", backward,
                  "Time soft_max_ext_back on --shapes instead (dx from dy normal(0, 1) and y the softmax of "
                  "normal(0, 4) logits), over 3 x the tensor's bytes");
-    app.add_option("--spike", spike, "Set each row's element at 85% of its length to this logit (default: none)");
+    app.add_option("--spike", o.spike, "Set each row's element at 85% of its length to this logit (default: none)");
     app.add_option("--json", json_path, "Write every figure to this JSON file");
     CLI11_PARSE(app, argc, argv);
 
@@ -250,8 +323,13 @@ int main(int argc, char** argv) {
         for (std::string item; std::getline(in, item, ',');)
             if (!item.empty()) cases.push_back(parse_case(item, is_attention));
     };
-    add(shapes, false);
-    add(attention, true);
+    try {
+        add(shapes, false);
+        add(attention, true);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "peers_ggml: %s\n", e.what());
+        return 2;
+    }
     for (Case& c : cases) {
         if (backward && c.mask) {
             std::fprintf(stderr, "peers_ggml: --backward times --shapes only, not --attention\n");
@@ -276,51 +354,17 @@ int main(int argc, char** argv) {
     std::printf("peers_ggml: ggml %s, Vulkan device %d: %s\n", ggml_version(), device, description);
     nlohmann::json out = {{"ggml", ggml_version()}, {"device", description}, {"cases", nlohmann::json::array()}};
 
+    int status = 0;
     for (const Case& c : cases) {
-        const float scale = c.mask ? 1.0f / std::sqrt(128.0f) : 1.0f;
-        Chain chain(backend, c, calls, scale);
-        // The longer chain places every node (its outputs two buffers taken
-        // in turn); the shorter graphs are its first nodes, in those places.
-        ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
-        if (!ggml_gallocr_alloc_graph(alloc, chain.twice)) {
-            std::fprintf(stderr, "peers_ggml: %s: ggml could not allocate the chain\n", c.name.c_str());
-            return 1;
+        try {
+            report(c, run_case(backend, c, o), out);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "peers_ggml: %s\n", e.what());
+            status = 1;
+            break;
         }
-        const std::vector<float> x = upload_inputs(chain, c, spike);
-        const double error = check_one_call(backend, chain, c, x, scale);
-        const bool ok = error <= 1e-5;  // vksoftmax's fp32 bound (tests/TOLERANCES.md)
-
-        const auto warm_until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(warmup_ms);
-        while (std::chrono::steady_clock::now() < warm_until) ggml_backend_graph_compute(backend, chain.twice);
-        const double t_twice = median_seconds(backend, chain.twice, repeats);
-        const double t_single = median_seconds(backend, chain.single, repeats);
-        const double wall_us = (t_twice - t_single) / calls * 1e6;
-
-        // With GGML_VK_PERF_LOGGER, ggml prints each compute's node times
-        // on stderr after it: this line marks the case the next ones time.
-        std::fprintf(stderr, "peers_ggml case: %s\n", c.name.c_str());
-        std::fflush(stderr);
-        ggml_backend_graph_compute(backend, chain.single);
-        std::fflush(stderr);
-
-        // ggml's allocator may run soft_max in place: a call then reads and
-        // writes one buffer, where vksoftmax bench reads one and writes another.
-        const bool in_place = chain.second->data == chain.first->data;
-        const double bytes = (c.backward ? 3.0 : 2.0) * 4.0 * static_cast<double>(ggml_nelements(chain.x));
-        std::printf("ggml f32 %s%s%s: wall %.2f us a call (%.0f GB/s), %s, max error %.2e %s\n", c.name.c_str(),
-                    c.mask ? " + mask" : "", c.backward ? " backward" : "", wall_us, bytes / wall_us / 1e3,
-                    in_place ? "in place" : "two buffers", error, ok ? "ok" : "WRONG RESULT");
-        out["cases"].push_back({{"case", c.name},
-                                {"attention", c.mask},
-                                {"backward", c.backward},
-                                {"wall_us", wall_us},
-                                {"in_place", in_place},
-                                {"max_error", error},
-                                {"ok", ok},
-                                {"bytes", bytes}});
-        ggml_gallocr_free(alloc);
     }
     ggml_backend_free(backend);
     if (!json_path.empty()) std::ofstream(json_path) << out.dump(1) << "\n";
-    return 0;
+    return status;
 }
