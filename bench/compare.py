@@ -3,14 +3,15 @@
 `vksoftmax bench --backward`, `peers_backward.py --json`), as Markdown:
 vksoftmax against the best peer on each shape, both measured as GPU time
 (the peers' CUDA-graph figure), each above its own floor, and every peer's
-two timings.
+two timings. With --ggml, `peers_ggml --json` beside vksoftmax's fp32 rows:
+ggml's Vulkan softmax on the same device (or its backward pass).
 
 The targets checked on each shape:
   floor:  vksoftmax's time above the Vulkan floor <= the best peer's time
           above the CUDA graph floor;
   faster: where the best peer takes >= 10 us, vksoftmax is faster outright.
 
-Usage: compare.py VK.json PEERS.json [--out RESULTS.md]
+Usage: compare.py VK.json [PEERS.json] [--ggml GGML.json] [--out RESULTS.md]
 """
 import argparse
 import json
@@ -80,24 +81,48 @@ def peers_table(vk, by):
     return lines
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("vk")
-    ap.add_argument("peers")
-    ap.add_argument("--out")
-    a = ap.parse_args()
-    vk, peers = json.load(open(a.vk)), json.load(open(a.peers))
+def ggml_table(vk, ggml):
+    """vksoftmax's fp32 rows beside peers_ggml's cases of the same shape and pass."""
+    backward = bool(vk.get("backward"))
+    cases = {c["case"]: c for c in ggml["cases"] if not c["attention"] and c.get("backward", False) == backward}
+    lines = [
+        f"ggml {ggml['ggml']}'s Vulkan {'soft_max_ext_back' if backward else 'soft_max_ext'} on {ggml['device']}, "
+        "fp32: the wall time a call adds to a chain of calls, each reading the one before (peers_ggml).",
+        "",
+        "| shape | vksoftmax us | path | ggml us | ggml / vksoftmax |",
+        "|---|---:|---|---:|---:|",
+    ]
+    faster = total = 0
+    for r in vk["rows"]:
+        c = cases.get(r["shape"]) if r["dtype"] == "f32" else None
+        if c is None:
+            continue
+        mark = "" if r["verified"] else " (WRONG)"
+        if c["wall_us"] is None or not c["ok"]:
+            lines.append(f"| {r['shape']} | {r['median_us']:.2f}{mark} | {r['path']} | "
+                         f"{'unmeasured' if c['wall_us'] is None else 'WRONG'} | |")
+            continue
+        ratio = c["wall_us"] / r["median_us"]
+        total += 1
+        faster += ratio > 1 and r["verified"]
+        bold = "**" if ratio > 1 else ""
+        lines.append(f"| {r['shape']} | {r['median_us']:.2f}{mark} | {r['path']} | {c['wall_us']:.2f} | "
+                     f"{bold}{ratio:.2f}{bold} |")
+    return lines + ["", f"vksoftmax faster on {faster} of {total} rows."]
+
+
+def cuda_tables(vk, peers, vk_name, peers_name):
     backward = bool(vk.get("backward"))
     # peers_backward.py's files carry "backward" (older ones only "sinks").
     peers_backward = bool(peers.get("backward", "sinks" in peers))
     if backward != peers_backward:
-        raise SystemExit(f"compare.py: {a.vk} times the {'backward' if backward else 'forward'} pass and {a.peers} "
-                         f"the {'backward' if peers_backward else 'forward'}: time both the same way")
+        raise SystemExit(f"compare.py: {vk_name} times the {'backward' if backward else 'forward'} pass and "
+                         f"{peers_name} the {'backward' if peers_backward else 'forward'}: time both the same way")
     by = {(r["dtype"], r["shape"]): r for r in peers["rows"]}
     versions = f"PyTorch {peers['torch']}" + (f", Triton {peers['triton']}" if peers.get("triton") else "")
     cuda_floor = peers["graph_floor"]["median_us"]
     summary, met, total = summary_table(vk, by, cuda_floor)
-    lines = [
+    return [
         f"Device: {vk['device']['name']}, driver {vk['device']['driver']}, Vulkan {vk['device']['api_version']}; "
         f"date {vk['date']}; {versions}" + ("; the backward pass (y, dy in, dx out)." if backward else "."),
         "",
@@ -113,6 +138,21 @@ def main():
         f"best peer takes >= {OUTRIGHT_US:.0f} us) = faster outright.",
         "",
     ] + summary + ["", f"Targets met on {met} of {total} rows.", "", "Every peer, us per call:", ""] + peers_table(vk, by)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("vk")
+    ap.add_argument("peers", nargs="?")
+    ap.add_argument("--ggml", help="peers_ggml --json output of the same device")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    if not a.peers and not a.ggml:
+        raise SystemExit("compare.py: give PEERS.json, --ggml GGML.json or both")
+    vk = json.load(open(a.vk))
+    lines = cuda_tables(vk, json.load(open(a.peers)), a.vk, a.peers) if a.peers else []
+    if a.ggml:
+        lines += ([""] if lines else []) + ggml_table(vk, json.load(open(a.ggml)))
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
