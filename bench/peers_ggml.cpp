@@ -5,15 +5,17 @@
 // Each case is a chain of calls, each one's input the output before it,
 // so that ggml puts a barrier between them as vksoftmax bench does between
 // its recorded calls. Two figures a case:
-//   gpu:  with GGML_VK_PERF_LOGGER set (a run of its own), ggml's own
-//         timestamps: one after every node, so a node's time is its
-//         dispatches and the barrier before it. ggml prints them on stderr
-//         after each compute; the line after this program's
-//         "peers_ggml case:" line is the case's chain of N. The headline
-//         figure.
 //   wall: (time of a graph of 2N calls - time of N) / N, each the median
-//         of REPEATS: what graph_compute costs a call, the CPU's recording
-//         included where it is slower than the GPU.
+//         of REPEATS: what graph_compute costs a call. The figure
+//         bench/compare.py takes: ggml records a call in under 3 us on the
+//         CPU (its 1x1 case), so a case that takes longer is timed by the
+//         GPU.
+//   gpu:  with GGML_VK_PERF_LOGGER set (a run of its own), ggml's own
+//         timestamps, one after every node: a node's time is its
+//         dispatches and the barrier before it, plus the timestamp's own
+//         cost (about 1.5 us a call on an H200). The timings ggml prints
+//         on stderr after this program's "peers_ggml case:" line are the
+//         case's chain of N.
 // Inputs normal(0, 4), never zeros (--spike sets one element of each row
 // far above them); the mask (attention cases) an fp16 (n, n) mask of
 // uniform(-4, 0) with -inf past the diagonal, scale 1/sqrt(128), as
@@ -31,6 +33,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -61,7 +64,8 @@ Case parse_case(const std::string& text, bool attention) {
     Case c;
     c.name = text;
     if (attention) {
-        if (dims.size() != 3) throw std::runtime_error("--attention: '" + text + "' is not BATCHxHEADSxN, e.g. 1x32x2048");
+        if (dims.size() != 3)
+            throw std::runtime_error("--attention: '" + text + "' is not BATCHxHEADSxN, e.g. 1x32x2048");
         c.batch = dims[0], c.heads = dims[1], c.rows = dims[2], c.cols = dims[2], c.mask = true;
     } else {
         if (dims.size() != 2) throw std::runtime_error("--shapes: '" + text + "' is not ROWSxCOLS");
