@@ -90,6 +90,8 @@ struct Chain {
     ggml_cgraph* twice = nullptr;   // 2 * `calls` nodes
     ggml_tensor* first = nullptr;
     ggml_tensor* second = nullptr;
+    std::vector<ggml_tensor*> calls_in_order;
+    size_t graph_size = 0;
 
     Chain(ggml_backend_t backend, const Case& c, int calls, float scale) {
         ggml_init_params dp{ggml_tensor_overhead() * 4, nullptr, true};
@@ -98,8 +100,8 @@ struct Chain {
         if (c.mask) mask = ggml_new_tensor_2d(data, GGML_TYPE_F16, c.cols, c.rows);
         if (c.backward) y = ggml_new_tensor_4d(data, GGML_TYPE_F32, c.cols, c.rows, c.heads, c.batch);
         buffer = ggml_backend_alloc_ctx_tensors(data, backend);
-        const size_t graph_size = 2 * static_cast<size_t>(calls) + 16;
-        ggml_init_params np{ggml_tensor_overhead() * graph_size + 3 * ggml_graph_overhead_custom(graph_size, false),
+        graph_size = 2 * static_cast<size_t>(calls) + 16;
+        ggml_init_params np{ggml_tensor_overhead() * graph_size + 5 * ggml_graph_overhead_custom(graph_size, false),
                             nullptr, true};
         nodes = ggml_init(np);
         ggml_tensor* t = x;
@@ -109,11 +111,20 @@ struct Chain {
         for (int k = 0; k < 2 * calls; ++k) {
             t = c.backward ? ggml_soft_max_ext_back(nodes, t, y, scale, 0.0f)
                            : ggml_soft_max_ext(nodes, t, mask, scale, 0.0f);
+            calls_in_order.push_back(t);
             if (k == 0) first = t, ggml_build_forward_expand(one, t);
             if (k == 1) second = t;
             if (k == calls - 1) ggml_build_forward_expand(single, t);
         }
         ggml_build_forward_expand(twice, t);
+    }
+    // A graph of the chain's first `count` calls (at most two a chain: its
+    // context has room for five graphs), in the places the longer chain's
+    // allocation gave them.
+    ggml_cgraph* prefix(int count) {
+        ggml_cgraph* graph = ggml_new_graph_custom(nodes, graph_size, false);
+        ggml_build_forward_expand(graph, calls_in_order.at(static_cast<size_t>(count) - 1));
+        return graph;
     }
     ~Chain() {
         ggml_free(nodes);
@@ -233,10 +244,12 @@ double median_seconds(ggml_backend_t backend, ggml_cgraph* graph, int repeats) {
 struct Options {
     int calls = 100, repeats = 7;
     double warmup_ms = 300;
+    double max_chain_ms = 100;
     float spike = 0;
 };
 
 struct Figures {
+    int calls = 0;       // in the shorter chain
     double wall_us = 0;  // NaN where the longer chain was not the slower
     bool in_place = false;
     double error = 0;
@@ -261,17 +274,31 @@ Figures run_case(ggml_backend_t backend, const Case& c, const Options& o) {
     f.error = check_one_call(backend, chain, c, x, scale);
     f.ok = f.error <= 1e-5;  // vksoftmax's fp32 bound (tests/TOLERANCES.md)
 
+    // Where one call is slow (ggml's backward pass takes one warp a row: 280
+    // ms on a row of 16M on an H200), shorter chains, so that the longer
+    // takes at most --max-chain-ms.
+    f.calls = o.calls;
+    ggml_cgraph* single = chain.single;
+    ggml_cgraph* twice = chain.twice;
+    const double one_call = median_seconds(backend, chain.one, 3);
+    if (2.0 * o.calls * one_call > o.max_chain_ms / 1e3) {
+        f.calls = std::max(1, static_cast<int>(o.max_chain_ms / 1e3 / (2.0 * one_call)));
+        single = chain.prefix(f.calls);
+        twice = chain.prefix(2 * f.calls);
+    }
+
     const auto warm_until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(o.warmup_ms);
-    while (std::chrono::steady_clock::now() < warm_until) ggml_backend_graph_compute(backend, chain.twice);
-    const double t_twice = median_seconds(backend, chain.twice, o.repeats);
-    const double t_single = median_seconds(backend, chain.single, o.repeats);
-    f.wall_us = t_twice > t_single ? (t_twice - t_single) / o.calls * 1e6 : NAN;
+    while (std::chrono::steady_clock::now() < warm_until) ggml_backend_graph_compute(backend, twice);
+    const double t_twice = median_seconds(backend, twice, o.repeats);
+    ggml_backend_graph_compute(backend, single);  // untimed, as the longer chain had its warm-up
+    const double t_single = median_seconds(backend, single, o.repeats);
+    f.wall_us = t_twice > t_single ? (t_twice - t_single) / f.calls * 1e6 : NAN;
 
     // With GGML_VK_PERF_LOGGER, ggml prints each compute's node times on
     // stderr after it: this line marks the case the next ones time.
     std::fprintf(stderr, "peers_ggml case: %s\n", c.name.c_str());
     std::fflush(stderr);
-    ggml_backend_graph_compute(backend, chain.single);
+    ggml_backend_graph_compute(backend, single);
     std::fflush(stderr);
 
     // ggml's allocator may run soft_max in place: a call then reads and
@@ -283,9 +310,10 @@ Figures run_case(ggml_backend_t backend, const Case& c, const Options& o) {
 }
 
 void report(const Case& c, const Figures& f, nlohmann::json& out) {
-    char wall[96] = "wall unmeasured (the longer chain was not the slower: more --calls or --repeats)";
+    char wall[128] = "wall unmeasured (the longer chain was not the slower: more --calls or --repeats)";
     if (!std::isnan(f.wall_us))
-        std::snprintf(wall, sizeof wall, "wall %.2f us a call (%.0f GB/s)", f.wall_us, f.bytes / f.wall_us / 1e3);
+        std::snprintf(wall, sizeof wall, "wall %.2f us a call (%.0f GB/s, chains of %d and %d)", f.wall_us,
+                      f.bytes / f.wall_us / 1e3, f.calls, 2 * f.calls);
     std::printf("ggml f32 %s%s%s: %s, %s, max error %.2e %s\n", c.name.c_str(), c.mask ? " + mask" : "",
                 c.backward ? " backward" : "", wall, f.in_place ? "in place" : "two buffers", f.error,
                 f.ok ? "ok" : "WRONG RESULT");
@@ -293,6 +321,7 @@ void report(const Case& c, const Figures& f, nlohmann::json& out) {
                             {"attention", c.mask},
                             {"backward", c.backward},
                             {"wall_us", std::isnan(f.wall_us) ? nlohmann::json() : nlohmann::json(f.wall_us)},
+                            {"calls", f.calls},
                             {"in_place", f.in_place},
                             {"max_error", f.error},
                             {"ok", f.ok},
@@ -313,6 +342,9 @@ int main(int argc, char** argv) {
     app.add_option("--calls", o.calls, "Calls in the shorter chain (default 100; the longer has twice)");
     app.add_option("--repeats", o.repeats, "Timed computes of each chain; the median (default 7)");
     app.add_option("--warmup-ms", o.warmup_ms, "Compute the chain this long before timing (default 300)");
+    app.add_option("--max-chain-ms", o.max_chain_ms,
+                   "Shorten both chains where one call is slow, so that the longer takes about this long "
+                   "(default 100)");
     app.add_option("--device", device, "ggml's Vulkan device index (default 0)");
     app.add_flag("--backward", backward,
                  "Time soft_max_ext_back on --shapes instead (dx from dy normal(0, 1) and y the softmax of "
