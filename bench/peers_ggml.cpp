@@ -7,9 +7,9 @@
 // its recorded calls. Two figures a case:
 //   wall: (time of a graph of 2N calls - time of N) / N, each the median
 //         of REPEATS: what graph_compute costs a call. The figure
-//         bench/compare.py takes: ggml records a call in under 3 us on the
-//         CPU (its 1x1 case), so a case that takes longer is timed by the
-//         GPU.
+//         bench/compare.py takes: ggml's 1x1 case, which bounds what
+//         recording a call costs the CPU, takes 2.3-3.4 us on an H200, so
+//         a case that takes longer is timed by the GPU.
 //   gpu:  with GGML_VK_PERF_LOGGER set (a run of its own), ggml's own
 //         timestamps, one after every node: a node's time is its
 //         dispatches and the barrier before it, plus the timestamp's own
