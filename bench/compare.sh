@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the device machine: vksoftmax bench and the peers in one run, then the
 # tables (build first; PyTorch and Triton for the peers). The peers time the
-# shapes vksoftmax ran; so does ggml's Vulkan softmax, on the fp32 ones,
-# where build/bin/peers_ggml was built (not for --log). Results land in $OUT.
+# shapes vksoftmax ran; so does ggml's Vulkan softmax (in fp32), where
+# build/bin/peers_ggml was built (not for --log). Results land in $OUT.
 # Usage: bench/compare.sh [--shapes LIST] [--log]   (default: the whole suite)
 set -uo pipefail
 out=${OUT:-/tmp/vksoftmax-bench}
@@ -22,10 +22,7 @@ PYTHONUNBUFFERED=1 python3 bench/peers.py --json "$out/peers.json" --shapes-from
   | tee "$out/peers.txt" | grep -v "^peers:" | tail -3
 ggml=()
 if [ -x build/bin/peers_ggml ] && [ ${#log[@]} -eq 0 ]; then
-  f32_shapes=$(python3 -c 'import json, sys
-rows = json.load(open(sys.argv[1]))["rows"]
-print(",".join(dict.fromkeys(r["shape"] for r in rows if r["dtype"] == "f32")))' "$out/vk.json")
-  build/bin/peers_ggml --shapes "$f32_shapes" --json "$out/ggml.json" 2>&1 | tee "$out/ggml.txt" | tail -3
+  build/bin/peers_ggml --shapes-from "$out/vk.json" --json "$out/ggml.json" 2>&1 | tee "$out/ggml.txt" | tail -3
   ggml=(--ggml "$out/ggml.json")
 fi
 python3 bench/compare.py "$out/vk.json" "$out/peers.json" "${ggml[@]}" --out "$out/RESULTS.md"

@@ -20,7 +20,9 @@
 // far above them); the mask (attention cases) an fp16 (n, n) mask of
 // uniform(-4, 0) with -inf past the diagonal, scale 1/sqrt(128), as
 // `vksoftmax bench --attention mask --mask-dtype f16`. One call's output
-// is checked against a float64 softmax before timing.
+// is checked before timing against vksoftmax's float64 reference
+// (vksoftmax::cpu), at its fp32 bound and by its measures
+// (tests/TOLERANCES.md).
 //
 // ggml's soft_max takes fp32 tensors, so every case is fp32.
 #include <CLI/CLI.hpp>
@@ -36,6 +38,10 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "vksoftmax/accuracy.hpp"
+#include "vksoftmax/cpu.hpp"
+#include "vksoftmax/types.hpp"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -75,9 +81,10 @@ Case parse_case(const std::string& text, bool attention) {
 }
 
 // x (cols, rows, heads, batch) in ggml's order (the backward pass: dy),
-// the mask (cols, rows) or the backward pass's y, a chain of 2 * calls
-// soft_max_ext (or soft_max_ext_back) nodes, and graphs of its first node,
-// its first `calls` nodes and all of them.
+// the mask (cols, rows) or the backward pass's y, and a chain of
+// 2 * calls soft_max_ext (or soft_max_ext_back) nodes, each reading the
+// one before; `twice`, the graph of all of them, is the one the graph
+// allocator places.
 struct Chain {
     ggml_context* data = nullptr;   // x and the mask, allocated once
     ggml_context* nodes = nullptr;  // the chain, placed by the graph allocator
@@ -85,13 +92,9 @@ struct Chain {
     ggml_tensor* x = nullptr;
     ggml_tensor* mask = nullptr;
     ggml_tensor* y = nullptr;  // backward: the softmax output every call reads
-    ggml_cgraph* one = nullptr;
-    ggml_cgraph* single = nullptr;  // `calls` nodes
-    ggml_cgraph* twice = nullptr;   // 2 * `calls` nodes
-    ggml_tensor* first = nullptr;
-    ggml_tensor* second = nullptr;
     std::vector<ggml_tensor*> calls_in_order;
     size_t graph_size = 0;
+    ggml_cgraph* twice = nullptr;
 
     Chain(ggml_backend_t backend, const Case& c, int calls, float scale) {
         ggml_init_params dp{ggml_tensor_overhead() * 4, nullptr, true};
@@ -101,26 +104,21 @@ struct Chain {
         if (c.backward) y = ggml_new_tensor_4d(data, GGML_TYPE_F32, c.cols, c.rows, c.heads, c.batch);
         buffer = ggml_backend_alloc_ctx_tensors(data, backend);
         graph_size = 2 * static_cast<size_t>(calls) + 16;
-        ggml_init_params np{ggml_tensor_overhead() * graph_size + 5 * ggml_graph_overhead_custom(graph_size, false),
+        ggml_init_params np{ggml_tensor_overhead() * graph_size + 4 * ggml_graph_overhead_custom(graph_size, false),
                             nullptr, true};
         nodes = ggml_init(np);
         ggml_tensor* t = x;
-        one = ggml_new_graph_custom(nodes, graph_size, false);
-        single = ggml_new_graph_custom(nodes, graph_size, false);
-        twice = ggml_new_graph_custom(nodes, graph_size, false);
         for (int k = 0; k < 2 * calls; ++k) {
             t = c.backward ? ggml_soft_max_ext_back(nodes, t, y, scale, 0.0f)
                            : ggml_soft_max_ext(nodes, t, mask, scale, 0.0f);
             calls_in_order.push_back(t);
-            if (k == 0) first = t, ggml_build_forward_expand(one, t);
-            if (k == 1) second = t;
-            if (k == calls - 1) ggml_build_forward_expand(single, t);
         }
+        twice = ggml_new_graph_custom(nodes, graph_size, false);
         ggml_build_forward_expand(twice, t);
     }
-    // A graph of the chain's first `count` calls (at most two a chain: its
-    // context has room for five graphs), in the places the longer chain's
-    // allocation gave them.
+    // A graph of the chain's first `count` calls, in the places the
+    // allocation of `twice` gave them (the context has room for three
+    // more graphs beside `twice`).
     ggml_cgraph* prefix(int count) {
         ggml_cgraph* graph = ggml_new_graph_custom(nodes, graph_size, false);
         ggml_build_forward_expand(graph, calls_in_order.at(static_cast<size_t>(count) - 1));
@@ -135,99 +133,81 @@ struct Chain {
     Chain& operator=(const Chain&) = delete;
 };
 
-void softmax_row(float* row, int64_t cols) {
-    double top = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < cols; ++j) top = std::max(top, static_cast<double>(row[j]));
-    for (int64_t j = 0; j < cols; ++j) sum += std::exp(row[j] - top);
-    for (int64_t j = 0; j < cols; ++j) row[j] = static_cast<float>(std::exp(row[j] - top) / sum);
+// The case as vksoftmax states it, for its reference and its bounds.
+vksoftmax::Problem problem_of(const Case& c, float scale) {
+    vksoftmax::Problem p;
+    p.shape = {static_cast<uint64_t>(c.rows * c.heads * c.batch), static_cast<uint64_t>(c.cols), 1};
+    p.backward = c.backward;
+    p.scale = scale;
+    if (c.mask) {
+        p.attention.heads = static_cast<uint64_t>(c.heads);
+        p.attention.query_rows = static_cast<uint64_t>(c.rows);
+        p.attention.mask = true;
+        p.attention.mask_dtype = vksoftmax::Dtype::f16;
+    }
+    return p;
+}
+
+// The inputs as uploaded, in float64 for the reference: the logits, or for
+// the backward pass dy (in `x`) and y; the mask's fp16 bits.
+struct Inputs {
+    std::vector<double> x, y;
+    std::vector<ggml_fp16_t> mask;
+};
+
+void upload(ggml_tensor* tensor, const std::vector<double>& values) {
+    const std::vector<float> stored(values.begin(), values.end());
+    ggml_backend_tensor_set(tensor, stored.data(), 0, stored.size() * sizeof(float));
 }
 
 // With a spike, each row's element at 85% of its length is `spike`: the
 // chunk that holds it must reach the row's max (a lost partial overflows).
-std::vector<float> upload_inputs(const Chain& chain, const Case& c, float spike) {
+// The backward pass's y and dy are vksoftmax bench's: y the softmax of
+// those logits, dy normal(0, 1).
+Inputs upload_inputs(const Chain& chain, const Case& c, const vksoftmax::Problem& p, float spike) {
     std::mt19937 rng(12345);
     std::normal_distribution<float> logit(0.f, 4.f);
-    std::vector<float> x(static_cast<size_t>(ggml_nelements(chain.x)));
-    for (float& v : x) v = logit(rng);
+    Inputs in;
+    in.x.resize(static_cast<size_t>(ggml_nelements(chain.x)));
+    for (double& v : in.x) v = logit(rng);
     if (spike != 0.f)
-        for (size_t row = 0; row < x.size() / c.cols; ++row) x[row * c.cols + c.cols * 85 / 100] = spike;
-    if (c.backward) {  // dy normal(0, 1), y the softmax of those logits
-        std::vector<float> y = x;
-        for (size_t row = 0; row < y.size() / c.cols; ++row) softmax_row(&y[row * c.cols], c.cols);
-        ggml_backend_tensor_set(chain.y, y.data(), 0, y.size() * sizeof(float));
-        std::normal_distribution<float> gradient(0.f, 1.f);
-        for (float& v : x) v = gradient(rng);
+        for (size_t row = 0; row < in.x.size() / c.cols; ++row) in.x[row * c.cols + c.cols * 85 / 100] = spike;
+    if (c.backward) {
+        vksoftmax::BackwardInputs backward = vksoftmax::backward_inputs(p, in.x, rng());
+        in.x = std::move(backward.dy);
+        in.y = std::move(backward.y);
+        upload(chain.y, in.y);
     }
-    ggml_backend_tensor_set(chain.x, x.data(), 0, x.size() * sizeof(float));
+    upload(chain.x, in.x);
     if (chain.mask) {
         std::uniform_real_distribution<float> value(-4.f, 0.f);
-        std::vector<ggml_fp16_t> mask(static_cast<size_t>(c.rows * c.cols));
+        in.mask.resize(static_cast<size_t>(c.rows * c.cols));
         for (int64_t q = 0; q < c.rows; ++q)
             for (int64_t j = 0; j < c.cols; ++j)
-                mask[q * c.cols + j] = ggml_fp32_to_fp16(j > q ? -INFINITY : value(rng));
-        ggml_backend_tensor_set(chain.mask, mask.data(), 0, mask.size() * sizeof(ggml_fp16_t));
+                in.mask[q * c.cols + j] = ggml_fp32_to_fp16(j > q ? -INFINITY : value(rng));
+        ggml_backend_tensor_set(chain.mask, in.mask.data(), 0, in.mask.size() * sizeof(ggml_fp16_t));
     }
-    return x;
+    return in;
 }
 
-// Row `row` of one call in float64: softmax(x * scale + mask), or the
-// backward pass's scale * (dy - sum(dy * y)) * y with x as dy.
-std::vector<double> reference_row(const Case& c, const float* x, const float* y, const ggml_fp16_t* mask,
-                                  int64_t row, float scale) {
-    std::vector<double> out(static_cast<size_t>(c.cols));
-    if (c.backward) {
-        double dot = 0;
-        for (int64_t j = 0; j < c.cols; ++j) dot += static_cast<double>(x[j]) * y[j];
-        for (int64_t j = 0; j < c.cols; ++j) out[j] = scale * (x[j] - dot) * y[j];
-        return out;
+// One call (the graph `one`) against vksoftmax's float64 reference, by the
+// measure its own tests use: relative to each element for softmax, to the
+// size of what was added up for the backward pass.
+vksoftmax::Accuracy check_one_call(ggml_backend_t backend, ggml_cgraph* one, const Chain& chain,
+                                   const vksoftmax::Problem& p, const Inputs& in) {
+    ggml_backend_graph_compute(backend, one);
+    std::vector<float> stored(in.x.size());
+    ggml_backend_tensor_get(chain.calls_in_order.front(), stored.data(), 0, stored.size() * sizeof(float));
+    const std::vector<double> got(stored.begin(), stored.end());
+    std::vector<double> ref(got.size());
+    if (p.backward) {
+        vksoftmax::cpu::softmax_backward(p, in.y.data(), in.x.data(), ref.data());
+        return vksoftmax::compare_backward(p, in.y, in.x, got, ref);
     }
-    const int64_t q = row % c.rows;
-    double top = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < c.cols; ++j) {
-        out[j] = static_cast<double>(x[j]) * scale + (mask ? ggml_fp16_to_fp32(mask[q * c.cols + j]) : 0.0);
-        top = std::max(top, out[j]);
-    }
-    for (int64_t j = 0; j < c.cols; ++j) sum += std::exp(out[j] - top);
-    for (int64_t j = 0; j < c.cols; ++j) out[j] = std::exp(out[j] - top) / sum;
-    return out;
-}
-
-// One call's largest error against float64 over up to 64 rows spread
-// through the tensor, as tests/TOLERANCES.md judges vksoftmax's: relative
-// to each element for softmax (a masked element must be exactly 0); for
-// the backward pass, whose dy - sum(dy * y) cancels by design, relative to
-// the size of what was added up, |ref| + scale * y * (|dy| + sum|y dy|).
-double check_one_call(ggml_backend_t backend, const Chain& chain, const Case& c, const std::vector<float>& x,
-                      float scale) {
-    ggml_backend_graph_compute(backend, chain.one);
-    std::vector<float> got(x.size()), y(c.backward ? x.size() : 0);
-    ggml_backend_tensor_get(chain.first, got.data(), 0, got.size() * sizeof(float));
-    if (c.backward) ggml_backend_tensor_get(chain.y, y.data(), 0, y.size() * sizeof(float));
-    std::vector<ggml_fp16_t> mask(chain.mask ? static_cast<size_t>(c.rows * c.cols) : 0);
-    if (chain.mask) ggml_backend_tensor_get(chain.mask, mask.data(), 0, mask.size() * sizeof(ggml_fp16_t));
-    const int64_t all_rows = c.rows * c.heads * c.batch;
-    const int64_t step = std::max<int64_t>(1, all_rows / 64);
-    double worst = 0;
-    for (int64_t row = 0; row < all_rows; row += step) {
-        const size_t start = static_cast<size_t>(row * c.cols);
-        const std::vector<double> ref = reference_row(c, &x[start], c.backward ? &y[start] : nullptr,
-                                                      chain.mask ? mask.data() : nullptr, row, scale);
-        double added_up = 0;  // backward: sum |y dy|
-        for (int64_t j = 0; c.backward && j < c.cols; ++j) added_up += std::abs(double(y[start + j]) * x[start + j]);
-        for (int64_t j = 0; j < c.cols; ++j) {
-            const double value = got[start + j], want = ref[j];
-            if (std::isnan(value)) return INFINITY;
-            if (c.backward) {
-                const double size = std::abs(want) + scale * y[start + j] * (std::abs(x[start + j]) + added_up);
-                worst = std::max(worst, std::abs(value - want) / std::max(size, 1e-30));
-            } else if (want == 0) {
-                if (value != 0) return INFINITY;
-            } else if (want > 1e-30) {
-                worst = std::max(worst, std::abs(value - want) / want);
-            }
-        }
-    }
-    return worst;
+    vksoftmax::AttentionData attention;
+    attention.mask = in.mask.empty() ? nullptr : in.mask.data();
+    vksoftmax::cpu::softmax(p, in.x.data(), ref.data(), attention);
+    return vksoftmax::compare(p, got, ref);
 }
 
 double median_seconds(ggml_backend_t backend, ggml_cgraph* graph, int repeats) {
@@ -252,40 +232,37 @@ struct Figures {
     int calls = 0;       // in the shorter chain
     double wall_us = 0;  // NaN where the longer chain was not the slower
     bool in_place = false;
-    double error = 0;
+    vksoftmax::Accuracy accuracy;
     bool ok = false;
     double bytes = 0;
 };
 
 // One case: its chain placed, one call checked, the clocks warmed, the two
-// chains timed, and (for GGML_VK_PERF_LOGGER) one chain timed by ggml.
+// chains timed, and (for GGML_VK_PERF_LOGGER) the shorter timed by ggml.
 Figures run_case(ggml_backend_t backend, const Case& c, const Options& o) {
     const float scale = c.mask ? 1.0f / std::sqrt(128.0f) : 1.0f;
     Chain chain(backend, c, o.calls, scale);
-    // The longer chain places every node; the shorter graphs are its first
-    // nodes, in those places.
     ggml_gallocr_t alloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
     if (!ggml_gallocr_alloc_graph(alloc, chain.twice)) {
         ggml_gallocr_free(alloc);
         throw std::runtime_error(c.name + ": ggml could not allocate the chain");
     }
     Figures f;
-    const std::vector<float> x = upload_inputs(chain, c, o.spike);
-    f.error = check_one_call(backend, chain, c, x, scale);
-    f.ok = f.error <= 1e-5;  // vksoftmax's fp32 bound (tests/TOLERANCES.md)
+    const vksoftmax::Problem p = problem_of(c, scale);
+    const Inputs in = upload_inputs(chain, c, p, o.spike);
+    ggml_cgraph* one = chain.prefix(1);
+    f.accuracy = check_one_call(backend, one, chain, p, in);
+    f.ok = f.accuracy.within(vksoftmax::accuracy_bound(vksoftmax::Dtype::f32, false).rel, 0.0);
 
     // Where one call is slow (ggml's backward pass takes one warp a row: 280
     // ms on a row of 16M on an H200), shorter chains, so that the longer
     // takes at most --max-chain-ms.
     f.calls = o.calls;
-    ggml_cgraph* single = chain.single;
-    ggml_cgraph* twice = chain.twice;
-    const double one_call = median_seconds(backend, chain.one, 3);
-    if (2.0 * o.calls * one_call > o.max_chain_ms / 1e3) {
+    const double one_call = median_seconds(backend, one, 3);
+    if (2.0 * o.calls * one_call > o.max_chain_ms / 1e3)
         f.calls = std::max(1, static_cast<int>(o.max_chain_ms / 1e3 / (2.0 * one_call)));
-        single = chain.prefix(f.calls);
-        twice = chain.prefix(2 * f.calls);
-    }
+    ggml_cgraph* single = chain.prefix(f.calls);
+    ggml_cgraph* twice = f.calls == o.calls ? chain.twice : chain.prefix(2 * f.calls);
 
     const auto warm_until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(o.warmup_ms);
     while (std::chrono::steady_clock::now() < warm_until) ggml_backend_graph_compute(backend, twice);
@@ -303,7 +280,7 @@ Figures run_case(ggml_backend_t backend, const Case& c, const Options& o) {
 
     // ggml's allocator may run soft_max in place: a call then reads and
     // writes one buffer, where vksoftmax bench reads one and writes another.
-    f.in_place = chain.second->data == chain.first->data;
+    f.in_place = chain.calls_in_order[1]->data == chain.calls_in_order[0]->data;
     f.bytes = (c.backward ? 3.0 : 2.0) * 4.0 * static_cast<double>(ggml_nelements(chain.x));
     ggml_gallocr_free(alloc);
     return f;
@@ -315,28 +292,46 @@ void report(const Case& c, const Figures& f, nlohmann::json& out) {
         std::snprintf(wall, sizeof wall, "wall %.2f us a call (%.0f GB/s, chains of %d and %d)", f.wall_us,
                       f.bytes / f.wall_us / 1e3, f.calls, 2 * f.calls);
     std::printf("ggml f32 %s%s%s: %s, %s, max error %.2e %s\n", c.name.c_str(), c.mask ? " + mask" : "",
-                c.backward ? " backward" : "", wall, f.in_place ? "in place" : "two buffers", f.error,
+                c.backward ? " backward" : "", wall, f.in_place ? "in place" : "two buffers", f.accuracy.max_rel,
                 f.ok ? "ok" : "WRONG RESULT");
+    if (!f.ok) std::printf("  %s\n", f.accuracy.describe().c_str());
     out["cases"].push_back({{"case", c.name},
                             {"attention", c.mask},
                             {"backward", c.backward},
                             {"wall_us", std::isnan(f.wall_us) ? nlohmann::json() : nlohmann::json(f.wall_us)},
                             {"calls", f.calls},
                             {"in_place", f.in_place},
-                            {"max_error", f.error},
+                            {"max_error", f.accuracy.max_rel},
                             {"ok", f.ok},
                             {"bytes", f.bytes}});
+}
+
+// The distinct ROWSxCOLS of a `vksoftmax bench --json` file's rows, in order.
+std::string bench_shapes(const std::string& path) {
+    std::ifstream file(path);
+    if (!file) throw std::runtime_error("--shapes-from: cannot read '" + path + "'");
+    const nlohmann::json bench = nlohmann::json::parse(file);
+    std::string list;
+    std::vector<std::string> seen;
+    for (const nlohmann::json& row : bench.at("rows")) {
+        const std::string shape = row.at("shape").get<std::string>();
+        if (std::find(seen.begin(), seen.end(), shape) != seen.end()) continue;
+        seen.push_back(shape);
+        list += (list.empty() ? "" : ",") + shape;
+    }
+    return list;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"ggml's Vulkan soft_max_ext timed beside vksoftmax bench (fp32)"};
-    std::string shapes, attention, json_path;
+    std::string shapes, shapes_from, attention, json_path;
     Options o;
     int device = 0;
     bool backward = false;
     app.add_option("--shapes", shapes, "ROWSxCOLS,... (softmax of each row, scale 1, no mask)");
+    app.add_option("--shapes-from", shapes_from, "The shapes of a `vksoftmax bench --json` file, as --shapes");
     app.add_option("--attention", attention,
                    "BATCHxHEADSxN,... (x of (batch, heads, n, n), an fp16 (n, n) mask, scale 1/sqrt(128))");
     app.add_option("--calls", o.calls, "Calls in the shorter chain (default 100; the longer has twice)");
@@ -360,6 +355,7 @@ int main(int argc, char** argv) {
             if (!item.empty()) cases.push_back(parse_case(item, is_attention));
     };
     try {
+        if (!shapes_from.empty()) shapes += "," + bench_shapes(shapes_from);
         add(shapes, false);
         add(attention, true);
     } catch (const std::exception& e) {
