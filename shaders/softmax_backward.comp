@@ -1,12 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable
 // The backward pass of softmax and log-softmax (softmax_backward.glsl has
 // the formulas) over one axis of a (outer, axis, inner) tensor, on the
 // forward's geometry and kinds (softmax.comp): a row's statistic is one
 // sum, its output dx.
 // KIND_ROW_IN_REGISTERS: a group owns a row; y and dy are read once into
 //   registers, the sum reduced, dx written once (tile by tile, re-reading
-//   y and dy, where the row is longer than a tile).
+//   y and dy, where the row is longer than a tile; with REREAD_GRADIENT,
+//   dy read again for the write).
 // KIND_ROW_IN_TILES: the same for rows the plan knows are longer.
 // KIND_ROWS_PER_SLOT: a subgroup (or, with USE_SHUFFLE, each ROW_LANES
 //   lanes of it) holds SLOTS short rows, one per slot.
@@ -42,6 +44,40 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
     }
 }
 
+// REREAD_GRADIENT: a row held in the slots keeps y there past its sum
+// but not dy, which it reads again (from cache) a few slots at a time as
+// it writes dx, so that y and dy are never live together over the group's
+// reduction. Held together at 8 slots they are 64 floats a lane, and 1024
+// lanes of 64 fill an NVIDIA SM's registers: the driver (580.159.04) put
+// 80 bytes a lane in local memory, 48 with the re-read. H200, f32, us
+// (bench/NOTES.md, v94): 1024 x 8 1024x32768 116.5 -> 105.0, 264x32768
+// 34.4 -> 31.6; where the lanes have registers to spare it only costs
+// (512 x 8, 1024x16384: 52.2 -> 56.3), so the plan takes it at 1024 x 8
+// alone (rereads_gradient() in plan.cpp). fp32 accesses only (VEC 4):
+// 16-byte 16-bit tiles are computed whole before their stores
+// (write_tile()).
+layout(constant_id = 24) const bool REREAD_GRADIENT = false;
+const bool REREAD_GRADIENT_HERE = REREAD_GRADIENT && VEC == 4u;
+// Read through this function (glslang 12 emits a specialization constant's
+// operation in the first function body that reads it).
+bool reread_gradient() { return REREAD_GRADIENT_HERE; }
+// dy's slots read again at a time: two groups at 8 slots, each group's
+// loads in flight together (the stores between groups keep the next
+// group's loads behind them: the bindings may alias). Groups of 2 were
+// 1-1.7% slower than groups of 4 on the rows above.
+const uint REREAD_GROUP_SLOTS = 4u;
+
+// Writes the tile held in the slots (y; a row of one tile) given the
+// row's sum, reading dy again group by group.
+void write_tile_rereading_gradient(Span row, uint lanes, uint lane, float sum) {
+    [[unroll]] for (uint g = 0u; g < SLOTS; g += REREAD_GROUP_SLOTS) {
+        [[unroll]] for (uint j = g; j < min(g + REREAD_GROUP_SLOTS, SLOTS); ++j)
+            grads[j] = load_slot(row, 0u, j, lanes, lane, true);
+        [[unroll]] for (uint j = g; j < min(g + REREAD_GROUP_SLOTS, SLOTS); ++j)
+            write_slot(row, 0u, j, lanes, lane, j, sum_stat(sum), false, 1.0, 0.0, false);
+    }
+}
+
 void main() MAIN_ATTRIBUTES {
     uint lanes = group_size(), lane = group_lane();
     uint tile = 4u * SLOTS * lanes;
@@ -71,7 +107,10 @@ void main() MAIN_ATTRIBUTES {
                 load_pair(row, 0u, lanes, lane);
                 float s = group_sum(lane_sum(0u, SLOTS));
                 if (SINKS) write_sink_gradient(r, lane, s, group_sum(lane_mass(0u, SLOTS)));
-                write_tile(row, 0u, lanes, lane, sum_stat(s), false);
+                if (reread_gradient())
+                    write_tile_rereading_gradient(row, lanes, lane, s);
+                else
+                    write_tile(row, 0u, lanes, lane, sum_stat(s), false);
             } else {
                 vec2 s = span_sum(row, 0u, tile, lanes, lane);
                 write_sink_gradient(r, lane, s.x, s.y);

@@ -434,6 +434,50 @@ TEST_F(BackwardTest, SinkGradientOnEveryKind) {
     EXPECT_EQ(on_every_case(kinds, check), (full_sweeps() ? 6u : 3u) * kinds.size()) << "cases run";
 }
 
+// fp32 rows held at 1024 x 8 read dy again for their write
+// (REREAD_GRADIENT; rereads_gradient() in plan.cpp): rows of 30720 (7
+// slots would not hold them) forced to that geometry (a device that counts
+// no multiprocessors reads them in tiles), softmax, and
+// log-softmax with sinks, scale 0.5, against the reference. Row 2 has a
+// NaN dy in lane 1's slot 5, which the second group of re-read slots
+// reads: its dx must be NaN throughout.
+TEST_F(BackwardTest, RowsAt1024x8RereadTheGradient) {
+    const DeviceInfo& d = ctx().info();
+    if (d.max_workgroup_invocations < 1024) GTEST_SKIP() << "workgroups of at most " << d.max_workgroup_invocations;
+    const uint64_t cols = 30720;
+    PlanOptions o = on_path(Path::workgroup_row, 8);
+    o.workgroup_size = 1024;
+    const std::vector<float> sink_logits = {6.0f, 40.0f};
+    for (bool log : {false, true}) {
+        const bool sinks = log;  // each option once: every pipeline is a cold compile on a CPU device
+        Problem p = sinks ? sinks_problem(6, cols, Dtype::f32, log) : backward_problem(6, cols, Dtype::f32, log);
+        p.scale = 0.5;
+        const Plan plan = plan_geometry(d, p, o);
+        const std::string what = std::string(sinks ? "with sinks, " : "") + describe(p, o) + ", pipeline " + plan.key[0].id();
+        ASSERT_TRUE(plan.key[0].reread_gradient) << what << ": the plan holds dy";
+        ASSERT_EQ(plan.key[0].slots, 8u) << what;
+        const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+        BackwardInputs in = backward_inputs(p, std::vector<double>(x.begin(), x.end()), fresh_seed(),
+                                            sinks ? sink_logits.data() : nullptr);
+        const uint64_t nan_at = 4 * (5 * 1024 + 1) + 2;
+        in.dy[2 * cols + nan_at] = kNaN;
+        SinkOutcome out;
+        if (sinks)
+            out = run_sinks_and_compare(p, in, o);
+        else
+            out.dx = run_backward_and_compare(p, in, o);
+        uint64_t finite = 0;
+        for (uint64_t i = 0; i < cols; ++i) finite += std::isnan(out.dx.got[2 * cols + i]) ? 0 : 1;
+        EXPECT_EQ(finite, 0u) << what << ": row 2 (a NaN in a re-read slot of dy) must be NaN throughout";
+        const Bound b = accuracy_bound(p.dtype, p.log);
+        EXPECT_EQ(out.dx.acc.nonfinite_mismatches, 0u) << what << ", dx: " << out.dx.acc.describe();
+        EXPECT_TRUE(out.dx.acc.within(b.rel, 0.0)) << what << ", dx: " << out.dx.acc.describe();
+        if (sinks) {
+            EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << what << ", sink gradient: " << out.acc.describe();
+        }
+    }
+}
+
 // The sinks' gradient in closed form (fp32, the workgroup, split and,
 // where the device has it, single-pass paths): a row the forward hid entirely (every logit -inf, the sink
 // finite) has y = 0 and gives exactly 0 (log-softmax: y = -inf, p = 1,

@@ -1673,6 +1673,47 @@ TEST(Plan, SinglePassChunksWithinLlvmpipesLoopCount) {
     }
 }
 
+// fp32 backward rows held in registers at 1024 x 8 (y and dy: 64 floats a
+// lane, all of an NVIDIA SM's registers) read dy again for the write
+// (REREAD_GRADIENT). Rows at 8 slots in narrower workgroups and subgroup
+// rows, rows at fewer slots, rows read tile by tile, rows not a multiple
+// of 4 long, 16-bit rows and the forward pass hold what they read.
+TEST(Plan, BackwardRowsAt1024x8RereadTheGradient) {
+    const DeviceInfo h100 = counted_h100();
+    struct Case {
+        uint64_t rows, cols;
+        Dtype dtype;
+        bool backward;
+        uint32_t workgroup, slots;  // the plan's geometry, as a check on the case
+        bool rereads;
+    };
+    for (const Case& c : {Case{1024, 32768, Dtype::f32, true, 1024, 8, true},
+                          Case{264, 32768, Dtype::f32, true, 1024, 8, true},
+                          Case{200, 32000, Dtype::f32, true, 1024, 8, true},
+                          Case{1024, 16384, Dtype::f32, true, 512, 8, false},
+                          Case{20480, 4096, Dtype::f32, true, 128, 8, false},
+                          Case{4096, 1024, Dtype::f32, true, 128, 8, false},
+                          Case{4096, 1000, Dtype::f32, true, 128, 8, false},
+                          Case{1024, 20000, Dtype::f32, true, 1024, 5, false},
+                          Case{256, 24576, Dtype::f32, true, 1024, 6, false},
+                          Case{1024, 512, Dtype::f32, true, 128, 4, false},
+                          Case{128, 32000, Dtype::f32, true, 1024, 4, false},
+                          Case{4096, 1021, Dtype::f32, true, 128, 8, false},
+                          Case{1024, 32768, Dtype::f16, true, 1024, 8, false},
+                          Case{1024, 32768, Dtype::f32, false, 512, 16, false}}) {
+        Problem p = rows_of(c.rows, c.cols, c.dtype);
+        p.backward = c.backward;
+        const Plan plan = plan_geometry(h100, p);
+        const std::string which = std::string(c.backward ? "backward " : "forward ") + what(p) + ": " +
+                                  path_name(plan.path) + " at " + std::to_string(plan.key[0].workgroup_size) + " x " +
+                                  std::to_string(plan.key[0].slots) + ", pipeline " + plan.key[0].id();
+        ASSERT_EQ(plan.passes, 1u) << which;
+        EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
+        EXPECT_EQ(plan.key[0].slots, c.slots) << which;
+        EXPECT_EQ(plan.key[0].reread_gradient, c.rereads) << which;
+    }
+}
+
 // A single-pass pipeline is specialized for its plan's chunks: held in one
 // tile each (HELD_CHUNKS) or re-read, and the partials a gathering lane
 // loads at once (GATHER_AHEAD): its count of the row's chunks, 1 to 4

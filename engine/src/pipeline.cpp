@@ -45,7 +45,7 @@ std::string PipelineKey::id() const {
                             (query_block_shift ? "/block" + std::to_string(1u << query_block_shift) : "") +
                             (tile_loads_together ? "/loads-together" : "")
                       : "") +
-           (backward ? std::string("/backward") + (sinks ? "/sinks" : "") : "") + (nonfinite_by_sum ? "/by-sum" : "") +
+           (backward ? std::string("/backward") + (sinks ? "/sinks" : "") + (reread_gradient ? "/reread-dy" : "") : "") + (nonfinite_by_sum ? "/by-sum" : "") +
            (subgroup_max_by_key ? "/max-by-key" : "");
 }
 
@@ -142,8 +142,9 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
     VkDevice dev = ctx.device();
     // constant_id 0..9, 16, 17 and 22 of softmax_common.glsl, 10..15, 18,
     // 19 and 23 of softmax_attention.glsl (12, SINKS, of softmax_backward.glsl
-    // too), 20 and 21 of softmax_single_pass.comp; booleans are 32-bit.
-    const std::array<uint32_t, 24> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
+    // too), 20 and 21 of softmax_single_pass.comp, 24 of
+    // softmax_backward.comp; booleans are 32-bit.
+    const std::array<uint32_t, 25> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
                                              key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
                                              static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u,
                                              key_.patience, key_.mask, key_.causal ? 1u : 0u, key_.sinks ? 1u : 0u,
@@ -152,14 +153,14 @@ void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::s
                                              key_.scale_in_exp ? 1u : 0u, key_.query_major ? 1u : 0u,
                                              key_.query_block_shift, key_.held_chunks ? 1u : 0u,
                                              key_.gather_ahead, key_.nonfinite_by_sum ? 1u : 0u,
-                                             key_.tile_loads_together ? 1u : 0u};
-    std::array<VkSpecializationMapEntry, 24> entries{};
+                                             key_.tile_loads_together ? 1u : 0u, key_.reread_gradient ? 1u : 0u};
+    std::array<VkSpecializationMapEntry, 25> entries{};
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
     // copy.comp declares constant_id 0 and 1 (MODE). ROW_LANES (7) is declared by
     // the shuffle modules alone, PATIENCE (9), 20 and 21 by the single-pass
-    // ones, 10..15, 18, 19 and 23 by the attention ones: an
-    // entry for an id a module does not declare is ignored (Vulkan's
-    // VkSpecializationInfo).
+    // ones, 10..15, 18, 19 and 23 by the attention ones, 24 by the backward
+    // ones: an entry for an id a module does not declare is ignored
+    // (Vulkan's VkSpecializationInfo).
     const std::array<uint32_t, 2> copy_values = {key_.workgroup_size, static_cast<uint32_t>(key_.ceiling)};
     const uint32_t count = key_.copy ? static_cast<uint32_t>(copy_values.size()) : static_cast<uint32_t>(entries.size());
     VkSpecializationInfo spec{count, entries.data(), count * 4u, key_.copy ? copy_values.data() : values.data()};

@@ -593,6 +593,16 @@ PipelineKey plan_key(const DeviceInfo& d, const PlanOptions& options, const Geom
     return key;
 }
 
+// Whether a pass reads dy again for its write rather than holding it
+// (REREAD_GRADIENT): fp32 backward workgroup rows held in registers,
+// 4-wide, at kBackwardRereadGradientSlots in workgroups of
+// kBackwardRereadGradientWorkgroup.
+bool rereads_gradient(const Problem& problem, const PipelineKey& key) {
+    return problem.backward && problem.dtype == Dtype::f32 && key.kind == ShaderKind::row_in_registers &&
+           key.vec == 4 && !key.odd_rows && !key.subgroup_rows && key.slots >= kBackwardRereadGradientSlots &&
+           key.workgroup_size >= kBackwardRereadGradientWorkgroup;
+}
+
 }  // namespace
 
 Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOptions& options) {
@@ -631,6 +641,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     for (uint32_t p = 0; p < plan.passes; ++p) {
         plan.key[p] = key;
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows(problem, path, g, l, slot_rows));
+        plan.key[p].reread_gradient = rereads_gradient(problem, plan.key[p]);
     }
     plan.label = plan_label(problem, path, key);
     return plan;

@@ -65,6 +65,22 @@ constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
 // that an invocation holds the same 64 floats (kMaxSlots), whatever the
 // storage type.
 constexpr uint32_t kBackwardMaxSlots = kMaxSlots / 2;
+// fp32 backward rows held in registers at kBackwardRereadGradientSlots in
+// workgroups of kBackwardRereadGradientWorkgroup keep y and read dy again
+// for the write (REREAD_GRADIENT, softmax_backward.comp), so that the two
+// are never live together over the row's reduction. Held together they
+// are 64 floats a lane, and 1024 lanes of 64 are all of an NVIDIA SM's 64K
+// registers: 580.159.04 put 80 bytes a lane in local memory, 48 with the
+// re-read. H200, us, held -> re-read (bench/NOTES.md, v94): 1024 x 8
+// 1024x32768 116.5 -> 105.0 (83% -> 93% of the copy), with sinks 121.4 ->
+// 106.2, 264x32768 34.4 -> 31.6, 200x32000 28.3 -> 25.8; log-softmax
+// 1024x32768 level (105.3 -> 104.8). Where the lanes have registers to
+// spare the re-read only costs: 512 x 8 (1024x16384) 52.2 -> 56.3, 256 x 8
+// (2048x8192) 50.3 -> 51.5, 128 x 8 (20480x4096) 232.9 -> 246.9, subgroup
+// rows of 8 slots (4096x1000) 13.3 -> 13.6; 1024 x 5 (1024x20000) 62.7 ->
+// 67.0 in a first build that re-read at every count.
+constexpr uint32_t kBackwardRereadGradientSlots = kBackwardMaxSlots;
+constexpr uint32_t kBackwardRereadGradientWorkgroup = 1024;
 // Rows not a multiple of 4 long read in vector windows (ODD_ROWS) hold at
 // most this many slots on a workgroup row; longer rows take a workgroup
 // twice as wide at half the slots. At kMaxSlots NVIDIA's compiler

@@ -90,6 +90,10 @@ struct PipelineKey {
     // bindings 0 y, 1 dx, 2 workspace, 3 dy, 4 each row's sink gradient
     // (written with `sinks`: the forward had sinks).
     bool backward = false;
+    // REREAD_GRADIENT (softmax_backward.comp): a backward row held in the
+    // slots reads dy again for its write instead of holding it
+    // (rereads_gradient() in plan.cpp).
+    bool reread_gradient = false;
     // NONFINITE_BY_SUM (softmax_common.glsl): a row's NaN and +inf are
     // found by its sum's bits, not element by element (nonfinite_rule()).
     bool nonfinite_by_sum = false;
