@@ -5,11 +5,12 @@
 # GroupNonUniformShuffle capability (the engine picks each only on devices
 # that have the feature; declaring it elsewhere would be invalid there).
 # Exactly the single-pass modules (their gather), the bf16 modules
-# (softmax_common.glsl's UNROLL_SLOTS) and the attention modules
+# (softmax_common.glsl's UNROLL_SLOTS), the attention modules
 # (UNROLL_TILE_LOADS in the f16 ones, load_attention_tile() in every one)
-# ask for a loop to be unrolled: NVIDIA's compiler left those slot loops
-# rolled, with the slots in local memory, 2-3x slower; the other modules
-# keep their code exactly.
+# and the backward modules (write_tile_rereading_gradient(), whose slots
+# are indexed by its loops' counters) ask for a loop to be unrolled:
+# NVIDIA's compiler left those slot loops rolled, with the slots in local
+# memory, 2-3x slower; the other modules keep their code exactly.
 
 # FATAL_ERROR unless the disassembly `dis` of `file` holds `text` exactly
 # when the file name matches `pattern`.
@@ -33,6 +34,6 @@ foreach(f ${FILES})
   endif()
   expect_exactly_where(${f} "${dis}" "OpExecutionMode %main SubgroupUniformControlFlowKHR" "_ucf(_shuffle|_key)?\\.spv$")
   expect_exactly_where(${f} "${dis}" "OpCapability GroupNonUniformShuffle\n" "_shuffle\\.spv$")
-  expect_exactly_where(${f} "${dis}" " Unroll\n" "(single_pass_|_bf16_|_attn_)")
+  expect_exactly_where(${f} "${dis}" " Unroll\n" "(single_pass_|_bf16_|_attn_|backward_)")
   message(STATUS "spirv-val: ${f} ok")
 endforeach()
