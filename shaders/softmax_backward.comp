@@ -1,6 +1,5 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_control_flow_attributes : enable
 // The backward pass of softmax and log-softmax (softmax_backward.glsl has
 // the formulas) over one axis of a (outer, axis, inner) tensor, on the
 // forward's geometry and kinds (softmax.comp): a row's statistic is one

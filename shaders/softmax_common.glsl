@@ -40,9 +40,10 @@
 #extension GL_EXT_shader_16bit_storage : enable
 // [[unroll]]: UNROLL_SLOTS (bf16, and the 16-bit single-pass modules),
 // UNROLL_TILE_LOADS (attention and single-pass modules of 16-bit types,
-// below; STORAGE_16BIT is not defined yet here) and the attention modules'
-// tile loads (softmax_tiles.glsl).
-#if defined(STORAGE_BF16) || defined(ATTENTION) || (defined(SINGLE_PASS) && defined(STORAGE_F16))
+// below; STORAGE_16BIT is not defined yet here), the attention modules'
+// tile loads (softmax_tiles.glsl) and the backward modules' re-read of dy
+// (softmax_backward.comp).
+#if defined(STORAGE_BF16) || defined(ATTENTION) || defined(BACKWARD) || (defined(SINGLE_PASS) && defined(STORAGE_F16))
 #extension GL_EXT_control_flow_attributes : require
 #endif
 #ifdef USE_SUBGROUP

@@ -459,7 +459,7 @@ TEST_F(BackwardTest, RowsAt1024x8RereadTheGradient) {
         const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
         BackwardInputs in = backward_inputs(p, std::vector<double>(x.begin(), x.end()), fresh_seed(),
                                             sinks ? sink_logits.data() : nullptr);
-        const uint64_t nan_at = 4 * (5 * 1024 + 1) + 2;
+        const uint64_t nan_at = 4 * (5 * uint64_t{o.workgroup_size} + 1) + 2;  // lane 1's slot 5
         in.dy[2 * cols + nan_at] = kNaN;
         SinkOutcome out;
         if (sinks)

@@ -45,7 +45,8 @@ std::string PipelineKey::id() const {
                             (query_block_shift ? "/block" + std::to_string(1u << query_block_shift) : "") +
                             (tile_loads_together ? "/loads-together" : "")
                       : "") +
-           (backward ? std::string("/backward") + (sinks ? "/sinks" : "") + (reread_gradient ? "/reread-dy" : "") : "") + (nonfinite_by_sum ? "/by-sum" : "") +
+           (backward ? std::string("/backward") + (sinks ? "/sinks" : "") + (reread_gradient ? "/reread-dy" : "") : "") +
+           (nonfinite_by_sum ? "/by-sum" : "") +
            (subgroup_max_by_key ? "/max-by-key" : "");
 }
 
