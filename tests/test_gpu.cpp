@@ -566,30 +566,39 @@ TEST_F(Gpu, OddRowsOnThePlansPath) {
     expect_odd_rows_on_the_plans_path(16, 50257, false);
 }
 
-// fp16 rows longer than 16 elements per invocation of the largest workgroup
-// are planned in two tiles or more, read twice (ShaderKind::row_in_tiles), while fp32 rows of
-// the same length are held whole. The row's max sits in the first tile, so
-// that the second's statistic must be rescaled to it; one row has its finite
-// elements only in the second tile, one a NaN and one a +inf there.
+// fp16 and bf16 rows longer than 16 elements per invocation of the largest
+// workgroup are planned in two tiles or more, read twice
+// (ShaderKind::row_in_tiles), while fp32 rows of the same length are held
+// whole. The tiles are 4 slots of the largest workgroup, or 8 of half of it
+// where a batch makes waves of the multiprocessors (kHalfRowTileSlots; too
+// few rows here, so that geometry is forced). The row's max sits in the
+// first tile, so that the second's statistic must be rescaled to it; one
+// row has its finite elements only in the second tile, one a NaN and one a
+// +inf there.
 TEST_F(Gpu, LongHalfRowsReadInTiles) {
     const DeviceInfo& d = ctx().info();
     uint32_t max_wg = 1;
     while (max_wg * 2 <= std::min({1024u, d.max_workgroup_invocations, d.max_workgroup_size_x})) max_wg *= 2;
-    const uint64_t cols = 32ull * max_wg;  // the longest row a workgroup owns: two tiles of 4 slots
+    const uint64_t cols = 32ull * max_wg;  // the longest row a workgroup owns: two tiles
     // The workgroup row's plan, which NVIDIA's rule would trade for one
     // single-pass dispatch at this length (Plan.ShortRowsSpreadOverOneWave).
-    PlanOptions o;
-    o.path = Path::workgroup_row;
-    const Plan whole = make_plan(ctx(), rows_of(5, cols, Dtype::f32, false), o);
+    PlanOptions planned;
+    planned.path = Path::workgroup_row;
+    const Plan whole = make_plan(ctx(), rows_of(5, cols, Dtype::f32, false), planned);
     EXPECT_EQ(whole.key[0].kind, ShaderKind::row_in_registers) << "f32 rows of " << cols << " are not held whole";
     if (!d.storage_16bit) GTEST_SKIP() << d.name << " has no 16-bit storage";
-    for (bool log : {false, true}) {
-        const Problem p = rows_of(5, cols, Dtype::f16, log);
+    PlanOptions half = planned;
+    half.workgroup_size = max_wg / 2;
+    half.slots = 8;
+    for (uint32_t variant = 0; variant < 8; ++variant) {
+        const bool log = variant & 1u;
+        const Problem p = rows_of(5, cols, variant & 2u ? Dtype::bf16 : Dtype::f16, log);
+        const PlanOptions& o = variant & 4u ? half : planned;
         const Plan plan = make_plan(ctx(), p, o);
         ASSERT_EQ(plan.path, Path::workgroup_row) << describe(p, o);
         ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << describe(p, o) << ": not read in tiles";
-        EXPECT_EQ(plan.key[0].workgroup_size, max_wg) << describe(p, o);
-        EXPECT_EQ(plan.key[0].slots, 4u) << describe(p, o);
+        EXPECT_EQ(uint64_t{plan.key[0].workgroup_size} * plan.key[0].slots, 4ull * max_wg)
+            << describe(p, o) << ": tiles of " << plan.key[0].workgroup_size << " x " << plan.key[0].slots;
         EXPECT_EQ(plan.key[0].vec, 8u) << describe(p, o);
         auto x = random_logits(p.shape.elements(), fresh_seed());
         auto row = [&](uint64_t r) { return x.begin() + static_cast<long>(r * cols); };

@@ -208,8 +208,11 @@ Problem masked_attention(uint64_t batch, uint64_t heads, uint64_t n, Dtype dtype
 
 // A workgroup row is held in up to 16 slots per invocation, in the smallest
 // power-of-two workgroup of at least 4 subgroups that holds it; forward
-// fp16 rows past 16 elements per invocation of the largest workgroup are
-// read in tiles of 4 slots.
+// 16-bit rows past 16 elements per invocation of the largest workgroup are
+// read in tiles of 16384, at 1024 x 4 slots, or at 512 x 8
+// (kHalfRowTileSlots) where the rows are a multiple of 8 long, make one
+// and a half waves of the device's counted multiprocessors (132 here: 198
+// rows) and have no attention options.
 TEST(Plan, WorkgroupRows) {
     const DeviceInfo d = h200();
     const Plan f32 = plan_geometry(d, rows_of(1024, 32768));
@@ -218,11 +221,34 @@ TEST(Plan, WorkgroupRows) {
     EXPECT_EQ(f32.key[0].slots, 16u);
     EXPECT_EQ(f32.key[0].vec, 4u);
 
-    const Plan f16 = plan_geometry(d, rows_of(1024, 32768, Dtype::f16));
-    EXPECT_EQ(f16.key[0].kind, ShaderKind::row_in_tiles);
-    EXPECT_EQ(f16.key[0].workgroup_size, 1024u);
-    EXPECT_EQ(f16.key[0].slots, 4u);
-    EXPECT_EQ(f16.key[0].vec, 8u);
+    DeviceInfo counted = d;
+    counted.multiprocessors = 132;
+    struct TileCase { Dtype dtype; bool log; uint64_t rows, cols; bool half; uint32_t vec; };
+    for (const TileCase& c :
+         {TileCase{Dtype::f16, false, 1024, 32768, true, 8}, {Dtype::bf16, false, 1024, 32768, true, 8},
+          {Dtype::f16, true, 264, 24576, true, 8}, {Dtype::bf16, false, 200, 16388, false, 4},
+          {Dtype::f16, false, 1024, 32764, false, 4}, {Dtype::bf16, false, 4096, 20000, true, 8},
+          {Dtype::f16, false, 198, 32768, true, 8}, {Dtype::f16, false, 197, 32768, false, 8},
+          {Dtype::bf16, false, 128, 32000, false, 8}, {Dtype::f16, false, 1024, 32001, false, 4},
+          {Dtype::bf16, true, 1024, 30002, false, 4}}) {
+        Problem p = rows_of(c.rows, c.cols, c.dtype);
+        p.log = c.log;
+        const Plan plan = plan_geometry(counted, p);
+        const std::string which =
+            what(p) + (c.log ? " log-softmax" : "") + " on 132 multiprocessors: " + plan.key[0].id();
+        EXPECT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << which;
+        EXPECT_EQ(plan.key[0].workgroup_size, c.half ? 512u : 1024u) << which;
+        EXPECT_EQ(plan.key[0].slots, c.half ? 8u : 4u) << which;
+        EXPECT_EQ(plan.key[0].vec, c.vec) << which;
+        EXPECT_EQ(plan_geometry(d, p).key[0].workgroup_size, 1024u) << which << ", with no multiprocessor count";
+    }
+    Problem causal = masked_attention(1, 1, 32768, Dtype::f16, Dtype::f16);
+    causal.attention.mask = false;
+    causal.attention.causal = true;
+    const Plan attention = plan_geometry(counted, causal);
+    EXPECT_EQ(attention.key[0].kind, ShaderKind::row_in_tiles) << "causal f16 (1, 1, 32768, 32768)";
+    EXPECT_EQ(attention.key[0].workgroup_size, 1024u) << "causal f16 (1, 1, 32768, 32768)";
+    EXPECT_EQ(attention.key[0].slots, 4u) << "causal f16 (1, 1, 32768, 32768)";
 
     // Rows that two subgroups hold at 8 slots take two (kNarrowRowSubgroups):
     // 2048 at 64 x 8, 1500 at 64 x 6; 4096 stays at four, 128 x 8; the
@@ -265,8 +291,6 @@ TEST(Plan, WorkgroupRows) {
     // fewer, or rows on a device that does not count its multiprocessors, in
     // tiles of 4 slots (rows whose chunks make one wave are spread over it
     // instead: Plan.ShortRowsSpreadOverOneWave).
-    DeviceInfo counted = d;
-    counted.multiprocessors = 132;
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
         for (uint64_t rows : {132, 197, 198, 256, 1024}) {
             Problem longest = rows_of(rows, 32768, dt);

@@ -349,8 +349,20 @@ bool tiles_at_max_workgroup(const DeviceInfo& d, const Problem& problem) {
     return dtype_size(problem.dtype) == 2;
 }
 
+// Whether rows read in tiles at the largest workgroup take them at
+// kHalfRowTileSlots in workgroups of half its size instead: forward rows a
+// multiple of 8 long without attention options, where the device counts
+// its multiprocessors and the rows make kHalfRowTileWaves waves of them.
+bool tiles_at_half_workgroup(const Problem& problem, const Limits& l) {
+    return !problem.backward && !problem.attention.any() && problem.shape.axis % 8 == 0 && l.multiprocessors != 0 &&
+           static_cast<double>(problem.shape.rows()) >= kHalfRowTileWaves * l.multiprocessors &&
+           l.max_workgroup / 2 >= l.min_workgroup;
+}
+
 // A workgroup owns a row, held in registers or, past the largest
-// workgroup's half slots, read in tiles (tiles_at_max_workgroup()).
+// workgroup's half slots, read in tiles (tiles_at_max_workgroup()) of
+// kHalfRowSlotsAtMaxWorkgroup at that workgroup or of kHalfRowTileSlots at
+// half of it (tiles_at_half_workgroup()).
 Geometry plan_workgroup_row(const DeviceInfo& d, const Problem& problem, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
@@ -358,8 +370,10 @@ Geometry plan_workgroup_row(const DeviceInfo& d, const Problem& problem, const L
     const uint64_t axis = row_window(problem, Path::workgroup_row, l);
     const bool tiles_at_max = tiles_at_max_workgroup(d, problem);
     if (tiles_at_max && axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup) {
-        g.workgroup_size = l.max_workgroup;
-        g.slots = kHalfRowSlotsAtMaxWorkgroup;  // tiles shorter than the row: ShaderKind::row_in_tiles
+        // Tiles shorter than the row: ShaderKind::row_in_tiles.
+        const bool half_workgroup = tiles_at_half_workgroup(problem, l);
+        g.workgroup_size = half_workgroup ? l.max_workgroup / 2 : l.max_workgroup;
+        g.slots = half_workgroup ? kHalfRowTileSlots : kHalfRowSlotsAtMaxWorkgroup;
         return g;
     }
     const uint32_t most = whole_row_most_slots(problem, l);

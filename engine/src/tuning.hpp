@@ -61,6 +61,24 @@ constexpr uint32_t kMaxWorkgroupSlots = 8192;
 // 46.0 us. fp32 rows lose more to the re-read than they gain (f32
 // 1024x32768: 75.0 us whole, 85.8 in two tiles) and are held whole.
 constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
+// Forward 16-bit rows a multiple of 8 long (16-byte windows) read in those
+// tiles, without attention options, take them at twice the slots in
+// workgroups of half the largest (the same 16384 elements a tile on a
+// workgroup of 1024) where the device counts its multiprocessors and the
+// rows make kHalfRowTileWaves waves of them, a row each. H200 (132
+// multiprocessors, 580.159.04; bench/NOTES.md, v95 and v96), us, 1024 x 4
+// against 512 x 8: f16 1024x32768 44.12 against 43.18, 512x32768 24.86
+// against 24.23, 264x24576 11.08 against 10.86, 198x32768 11.24 against
+// 11.06, 4096x24576 136.9 against 133.7, 1024x20000 37.90 against 37.13
+// (log-softmax 1024x32768 44.71 against 43.68); bf16 46.27 against 45.22,
+// 25.91 against 25.46, 11.88 against 11.64, 12.30 against 11.89, 151.1
+// against 143.5, 40.85 against 39.02. Fewer rows lose: 132x20000 f16 7.58
+// against 7.71, 128x32000 7.97 against 8.16 (bf16 alike; 1.5 waves, as
+// kBackwardWholeRowWaves). 8-byte windows are mixed: 200x16388 f16 10.74
+// against 10.31, but 1024x32764 46.93 against 48.54 (bf16 alike), and rows
+// not a multiple of 4 lose a quarter (128x32001 f16 9.33 against 11.76).
+constexpr double kHalfRowTileWaves = 1.5;
+constexpr uint32_t kHalfRowTileSlots = 2 * kHalfRowSlotsAtMaxWorkgroup;
 // The backward pass holds y and dy: half the forward's slots each, so
 // that an invocation holds the same 64 floats (kMaxSlots), whatever the
 // storage type.
