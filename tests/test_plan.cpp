@@ -246,9 +246,10 @@ TEST(Plan, WorkgroupRows) {
     causal.attention.mask = false;
     causal.attention.causal = true;
     const Plan attention = plan_geometry(counted, causal);
-    EXPECT_EQ(attention.key[0].kind, ShaderKind::row_in_tiles) << "causal f16 (1, 1, 32768, 32768)";
-    EXPECT_EQ(attention.key[0].workgroup_size, 1024u) << "causal f16 (1, 1, 32768, 32768)";
-    EXPECT_EQ(attention.key[0].slots, 4u) << "causal f16 (1, 1, 32768, 32768)";
+    const std::string causal_rows = "causal f16 (1, 1, 32768, 32768): " + attention.key[0].id();
+    EXPECT_EQ(attention.key[0].kind, ShaderKind::row_in_tiles) << causal_rows;
+    EXPECT_EQ(attention.key[0].workgroup_size, 1024u) << causal_rows;
+    EXPECT_EQ(attention.key[0].slots, 4u) << causal_rows;
 
     // Rows that two subgroups hold at 8 slots take two (kNarrowRowSubgroups):
     // 2048 at 64 x 8, 1500 at 64 x 6; 4096 stays at four, 128 x 8; the
