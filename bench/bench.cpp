@@ -163,7 +163,7 @@ Timing time_calls(Context& ctx, const Options& o, uint64_t bytes, Call call, con
     if (!ctx.info().timestamps()) throw Error(ErrorKind::unsupported, ctx.info().name + " has no timestamps");
     const double follow_ms = follow_warmup_ms(o);
     return settle(time_once(ctx, o, o.warmup_ms, bytes, call, gaps),
-                  [&] { return time_once(ctx, o, follow_ms, bytes, call, gaps); });
+                  [&] { return time_once(ctx, o, follow_ms, bytes, call, gaps); }, clock_drops_when_idle(ctx));
 }
 
 }  // namespace
@@ -174,13 +174,15 @@ bool timings_agree(const Timing& a, const Timing& b) {
     return std::abs(a.median_us - b.median_us) <= kSettledFraction * std::min(a.median_us, b.median_us);
 }
 
-Timing settle(Timing first, const std::function<Timing()>& next) {
+bool steady(const Timing& t) { return t.median_us <= (1.0 + kSteadyFraction) * t.min_us; }
+
+Timing settle(Timing first, const std::function<Timing()>& next, bool clock_states) {
     Timing t = std::move(first);
     std::vector<double> unsettled;
     bool settled = false;
     for (int taken = 1; taken < kMaxTimings && !settled; ++taken) {
         Timing again = next();
-        settled = timings_agree(t, again);
+        settled = timings_agree(t, again) && (!clock_states || (steady(t) && steady(again)));
         if (!settled) unsettled.push_back(t.median_us);
         t = std::move(again);
     }
@@ -319,6 +321,45 @@ struct Logits {
     std::vector<double> values;
     std::vector<uint8_t> bytes;
 };
+
+// copy.comp from `buffers`' input to its output over `bytes` (a multiple
+// of 16) in `groups` workgroups of 256, as one call; `ceiling`: the pass
+// (a copy, or only its reads or writes).
+struct CopyPass {
+    const Pipeline& pipeline;
+    DescriptorBuffers infos;
+    PushConstants push;
+    uint32_t groups;
+    const Context& ctx;
+
+    CopyPass(Context& context, const Buffers& buffers, uint64_t bytes, uint32_t workgroups, Ceiling ceiling)
+        : pipeline(context.pipeline(copy_key(ceiling))), groups(workgroups), ctx(context) {
+        const BufferRange src = buffers.in->range(0, bytes), dst = buffers.out->range(0, bytes);
+        infos.info[0] = {src.buffer, src.offset, src.range};
+        infos.info[1] = {dst.buffer, dst.offset, dst.range};
+        infos.info[2] = infos.info[0];
+        // The second word: a pattern the OR of the input's words (all the
+        // fill's) never makes, for the read-only pass's store that no run
+        // takes.
+        push = PushConstants{static_cast<uint32_t>(bytes / 16), 0xffffffffu, 0, 0, 0, 0.f, {}};
+    }
+    void operator()(VkCommandBuffer cb) const { pipeline.dispatch(ctx.vk(), cb, infos, VK_NULL_HANDLE, push, groups); }
+
+    static PipelineKey copy_key(Ceiling ceiling) {
+        PipelineKey key;
+        key.copy = true;
+        key.ceiling = ceiling;
+        key.workgroup_size = 256;
+        return key;
+    }
+};
+
+// The workgroups copy.comp takes for `bytes` (a multiple of 16): a vector
+// an invocation, within the device's dispatch limit.
+uint32_t copy_groups(const Context& ctx, uint64_t bytes) {
+    const uint64_t count = bytes / 16;
+    return static_cast<uint32_t>(std::min<uint64_t>({(count + 255) / 256, ctx.info().max_workgroup_count[0], 65535}));
+}
 
 // Elements [begin, end) of `l` from their own generator.
 void fill_logits(Dtype dtype, float sigma, uint32_t seed, uint64_t begin, uint64_t end, Logits& l) {
@@ -560,6 +601,23 @@ void explain_single_pass_backward(const FailedBackward& f) {
     std::fprintf(stderr, "%s", out.str().c_str());
 }
 
+// The backward case's inputs, drawn on a thread while the GPU copies the
+// shared buffers (their contents do not matter; the inputs are uploaded
+// after): y, the float64 softmax of fresh logits, takes one core seconds on
+// rows of millions, and a GPU left idle for it ran the case's first timing
+// 3-4x slow through a 150 ms warm-up (bench/NOTES.md, v98).
+BackwardInputs drawn_with_gpu_busy(Context& ctx, const Case& c, const Options& o, const Problem& p,
+                                   uint64_t tensor_bytes, const Buffers& buffers) {
+    std::future<BackwardInputs> drawn = std::async(std::launch::async, [&c, &o, &p, tensor_bytes] {
+        const float sink = 0.0f;  // near the logits' maxima (normal(0, sigma)): the sink takes a share
+        return backward_inputs(p, fresh_logits(c, tensor_bytes, o.sigma).values, std::random_device{}(),
+                               p.attention.sinks ? &sink : nullptr);
+    });
+    const uint64_t bytes = std::max<uint64_t>(std::min(tensor_bytes, ctx.info().max_storage_buffer_range) / 16 * 16, 16);
+    const CopyPass busy(ctx, buffers, bytes, copy_groups(ctx, bytes), Ceiling::copy);
+    return wait_with_gpu_busy(ctx, o.iters, busy, drawn);
+}
+
 // The backward pass of the case: y the float64 softmax of fresh logits and
 // dy normal(0, 1), both in the storage type; one call checked against the
 // backward reference, then timed over 3 x tensor bytes.
@@ -570,13 +628,11 @@ Row measure_backward(Context& ctx, const Case& c, const Options& o, const Buffer
     describe(plan, row);
     const Problem& p = plan.problem;
     const uint64_t n = c.shape.elements();
-    const float sink = 0.0f;  // near the logits' maxima (normal(0, sigma)): the sink takes a share
-    const BackwardInputs in = backward_inputs(p, fresh_logits(c, plan.tensor_bytes, o.sigma).values, std::random_device{}(),
-                                              p.attention.sinks ? &sink : nullptr);
-    const std::vector<double>& y = in.y;
-    const std::vector<double>& dy = in.dy;
     std::unique_ptr<Buffers> own;
     if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, plan.tensor_bytes, plan.workspace_bytes)).get();
+    const BackwardInputs in = drawn_with_gpu_busy(ctx, c, o, p, plan.tensor_bytes, *buffers);
+    const std::vector<double>& y = in.y;
+    const std::vector<double>& dy = in.dy;
     const BufferRange y_range = buffers->in->range(0, plan.tensor_bytes);
     const BufferRange dy_range = buffers->gradient->range(0, plan.tensor_bytes);
     const BufferRange dx_range = buffers->out->range(0, plan.tensor_bytes);
@@ -681,39 +737,21 @@ namespace {
 // counted: read and written for a copy, else one way).
 Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o, const Buffers* buffers,
                  Dependency dependency = Dependency::memory_barrier, Ceiling ceiling = Ceiling::copy) {
-    PipelineKey key;
-    key.copy = true;
-    key.ceiling = ceiling;
-    key.workgroup_size = 256;
-    const Pipeline& pl = ctx.pipeline(key);
     std::unique_ptr<Buffers> own;
     if (!buffers) buffers = (own = std::make_unique<Buffers>(ctx, bytes, 0)).get();
-    const Buffer& in = *buffers->in;
-    const Buffer& out = *buffers->out;
     // Not zeros: some memory systems move zeros faster than data.
-    fill(ctx, in, 0x3f9e0419u);
-    DescriptorBuffers infos;
-    const BufferRange src = in.range(0, bytes), dst = out.range(0, bytes);
-    infos.info[0] = {src.buffer, src.offset, src.range};
-    infos.info[1] = {dst.buffer, dst.offset, dst.range};
-    infos.info[2] = infos.info[0];
-    // The second word: a pattern the OR of the input's words (all the fill's)
-    // never makes, for the read-only pass's store that no run takes.
-    PushConstants push{static_cast<uint32_t>(bytes / 16), 0xffffffffu, 0, 0, 0, 0.f, {}};
-    const Gaps gaps(ctx, dependency, o.iters, out.buffer());
+    fill(ctx, *buffers->in, 0x3f9e0419u);
+    const CopyPass pass(ctx, *buffers, bytes, groups, ceiling);
+    const Gaps gaps(ctx, dependency, o.iters, buffers->out->buffer());
     const uint64_t moved = ceiling == Ceiling::copy ? 2 * bytes : bytes;
-    return time_calls(ctx, o, moved, [&](VkCommandBuffer cb) { pl.dispatch(ctx.vk(), cb, infos, VK_NULL_HANDLE, push, groups); },
-                      &gaps);
+    return time_calls(ctx, o, moved, pass, &gaps);
 }
 
 }  // namespace
 
 Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffers* buffers, Ceiling ceiling) {
     bytes = std::max<uint64_t>(bytes / 16 * 16, 16);
-    const uint64_t count = bytes / 16;
-    const uint32_t groups = static_cast<uint32_t>(
-        std::min<uint64_t>({(count + 255) / 256, ctx.info().max_workgroup_count[0], 65535}));
-    return time_copy(ctx, bytes, groups, o, buffers, Dependency::memory_barrier, ceiling);
+    return time_copy(ctx, bytes, copy_groups(ctx, bytes), o, buffers, Dependency::memory_barrier, ceiling);
 }
 
 Timing measure_floor(Context& ctx, const Options& o, const Buffers* buffers, Dependency dependency) {

@@ -112,6 +112,13 @@ struct Timing {
 // smaller; a case is timed at most kMaxTimings times (settle()).
 constexpr double kSettledFraction = 0.03;
 constexpr int kMaxTimings = 4;
+// A timing is steady when its median is within kSteadyFraction of its
+// fastest repeat. An H200 has switched from its slow state to its usual
+// speed inside a timing (bf16 backward 1024x32764: seven repeats at
+// 200.3 us, then 90.7, then 65.0), after a timing before it as slow, so
+// that the two agreed on 200 us (bench/NOTES.md, v98). Steady timings of
+// 378 H200 cases spread 1.3% at most.
+constexpr double kSteadyFraction = 0.10;
 // The warm-up of a timing that follows another with the GPU kept busy in
 // between (the settle() retimings, each case's copy ceiling after the
 // case): the clocks are up already, so 100 ms serves where the first
@@ -119,6 +126,7 @@ constexpr int kMaxTimings = 4;
 constexpr double kFollowWarmupMs = 100;
 inline double follow_warmup_ms(const Options& o) { return o.warmup_ms < kFollowWarmupMs ? o.warmup_ms : kFollowWarmupMs; }
 bool timings_agree(const Timing& a, const Timing& b);
+bool steady(const Timing& t);
 // Whether `ctx`'s device lowers its clock when idle, so that the time
 // between timings matters: a GPU; not a CPU device (lavapipe), where the
 // bench neither keeps the device busy while the reference is computed nor
@@ -126,8 +134,11 @@ bool timings_agree(const Timing& a, const Timing& b);
 bool clock_drops_when_idle(const Context& ctx);
 // `first`, then `next()` until two timings in a row agree, kMaxTimings in
 // all at most: the last, with the medians before it that the timing after
-// them did not confirm, and whether the last two agreed.
-Timing settle(Timing first, const std::function<Timing()>& next);
+// them did not confirm, and whether the last two agreed. On a device whose
+// clock changes state (`clock_states`: clock_drops_when_idle()) both must
+// also be steady; a CPU device's repeats spread with its threads'
+// scheduling instead.
+Timing settle(Timing first, const std::function<Timing()>& next, bool clock_states);
 
 struct Row {
     Case c;

@@ -101,24 +101,31 @@ def warm_up(burst, seconds):
 
 # As `vksoftmax bench` (bench::settle(), bench/bench.hpp): a timing counts
 # once the next one, taken right after it, agrees within 3% of the smaller
-# median; at most four are taken, and the last is reported. After seconds
-# of CPU work (a torch.compile, a check) the GPU can run a whole first
-# timing slow (bench/NOTES.md, v50).
+# median, and both are steady (median within 10% of the fastest repeat);
+# at most four are taken, and the last is reported. After seconds of CPU
+# work (a torch.compile, a check) the GPU can run a whole first timing
+# slow, and change state inside the next (bench/NOTES.md, v50, v98).
 SETTLED_FRACTION = 0.03
+STEADY_FRACTION = 0.10
 MAX_TIMINGS = 4
 FOLLOW_WARMUP_S = 0.1
 
 
+def steady(med, mn):
+    return med <= (1.0 + STEADY_FRACTION) * mn
+
+
 def settle(time_once, warmup_s):
-    """time_once(warm-up seconds) -> (median, min), repeated until two medians
-    in a row agree: the last (median, min), the medians set aside, and
+    """time_once(warm-up seconds) -> (median, min), repeated until two steady
+    timings in a row agree: the last (median, min), the medians set aside, and
     whether the last two agreed (False: four taken, none settling)."""
     med, mn = time_once(warmup_s)
     unsettled = []
     agree = False
     for _ in range(MAX_TIMINGS - 1):
         med2, mn2 = time_once(min(warmup_s, FOLLOW_WARMUP_S))
-        agree = abs(med2 - med) <= SETTLED_FRACTION * min(med, med2)
+        agree = (abs(med2 - med) <= SETTLED_FRACTION * min(med, med2)
+                 and steady(med, mn) and steady(med2, mn2))
         if not agree:
             unsettled.append(med)
         med, mn = med2, mn2
