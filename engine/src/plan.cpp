@@ -337,38 +337,40 @@ Geometry plan_subgroup_rows(const DeviceInfo& d, const Problem& problem, const L
     return g;
 }
 
+// Whether the problem's rows, a workgroup each, make `waves` waves of the
+// device's multiprocessors: never where it counts none.
+bool rows_make_waves(const Problem& problem, const Limits& l, double waves) {
+    return l.multiprocessors != 0 && static_cast<double>(problem.shape.rows()) >= waves * l.multiprocessors;
+}
+
 // Whether rows past kHalfRowSlotsAtMaxWorkgroup per invocation of the
 // largest workgroup are read in tiles rather than held whole: forward
-// fp16 and bf16 rows always; the backward pass's unless the device counts
-// its multiprocessors and the rows make kBackwardWholeRowWaves waves of
-// them, a row each.
-bool tiles_at_max_workgroup(const DeviceInfo& d, const Problem& problem) {
-    if (problem.backward)
-        return d.multiprocessors == 0 ||
-               static_cast<double>(problem.shape.rows()) < kBackwardWholeRowWaves * d.multiprocessors;
+// fp16 and bf16 rows always; the backward pass's unless the rows make
+// kBackwardWholeRowWaves waves.
+bool tiles_at_max_workgroup(const Problem& problem, const Limits& l) {
+    if (problem.backward) return !rows_make_waves(problem, l, kBackwardWholeRowWaves);
     return dtype_size(problem.dtype) == 2;
 }
 
 // Whether rows read in tiles at the largest workgroup take them at
 // kHalfRowTileSlots in workgroups of half its size instead: forward rows a
-// multiple of 8 long without attention options, where the device counts
-// its multiprocessors and the rows make kHalfRowTileWaves waves of them.
+// multiple of 8 long without attention options that make kHalfRowTileWaves
+// waves.
 bool tiles_at_half_workgroup(const Problem& problem, const Limits& l) {
-    return !problem.backward && !problem.attention.any() && problem.shape.axis % 8 == 0 && l.multiprocessors != 0 &&
-           static_cast<double>(problem.shape.rows()) >= kHalfRowTileWaves * l.multiprocessors &&
-           l.max_workgroup / 2 >= l.min_workgroup;
+    return !problem.backward && !problem.attention.any() && problem.shape.axis % 8 == 0 &&
+           rows_make_waves(problem, l, kHalfRowTileWaves) && l.max_workgroup / 2 >= l.min_workgroup;
 }
 
 // A workgroup owns a row, held in registers or, past the largest
 // workgroup's half slots, read in tiles (tiles_at_max_workgroup()) of
 // kHalfRowSlotsAtMaxWorkgroup at that workgroup or of kHalfRowTileSlots at
 // half of it (tiles_at_half_workgroup()).
-Geometry plan_workgroup_row(const DeviceInfo& d, const Problem& problem, const Limits& l) {
+Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
     Geometry g;
     g.required_subgroup_size = l.required_subgroup_size;
     g.items = problem.shape.rows();
     const uint64_t axis = row_window(problem, Path::workgroup_row, l);
-    const bool tiles_at_max = tiles_at_max_workgroup(d, problem);
+    const bool tiles_at_max = tiles_at_max_workgroup(problem, l);
     if (tiles_at_max && axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup) {
         // Tiles shorter than the row: ShaderKind::row_in_tiles.
         const bool half_workgroup = tiles_at_half_workgroup(problem, l);
@@ -643,7 +645,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     const Path path = choose_path(d, range, options, l);
     const bool slot_rows = holds_rows_per_slot(range, path, l);
     Geometry g = path == Path::subgroup_row    ? plan_subgroup_rows(d, range, l, slot_rows)
-                 : path == Path::workgroup_row ? plan_workgroup_row(d, range, l)
+                 : path == Path::workgroup_row ? plan_workgroup_row(range, l)
                  : path == Path::single_pass   ? plan_single_pass(range, options, l)
                                                : plan_split(range, options, l);
     apply_overrides(g, range, options, l, path, slot_rows);
