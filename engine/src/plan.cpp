@@ -337,19 +337,29 @@ Geometry plan_subgroup_rows(const DeviceInfo& d, const Problem& problem, const L
     return g;
 }
 
-// Whether the problem's rows, a workgroup each, make `waves` waves of the
-// device's multiprocessors: never where it counts none.
-bool rows_make_waves(const Problem& problem, const Limits& l, double waves) {
-    return l.multiprocessors != 0 && static_cast<double>(problem.shape.rows()) >= waves * l.multiprocessors;
+// The waves of the device's multiprocessors that the problem's rows make,
+// a workgroup each: 0 where it counts none.
+double row_waves(const Problem& problem, const Limits& l) {
+    return l.multiprocessors == 0 ? 0.0 : static_cast<double>(problem.shape.rows()) / l.multiprocessors;
+}
+
+// Whether the backward pass holds long rows whole once they make more
+// than one wave rather than kBackwardWholeRowWaves: contiguous bf16 rows,
+// and fp32 rows a multiple of 4 long (at 1024 x 8 they read dy again).
+bool backward_whole_past_one_wave(const Problem& problem) {
+    return problem.shape.inner == 1 &&
+           (problem.dtype == Dtype::bf16 || (problem.dtype == Dtype::f32 && problem.shape.axis % 4 == 0));
 }
 
 // Whether rows past kHalfRowSlotsAtMaxWorkgroup per invocation of the
 // largest workgroup are read in tiles rather than held whole: forward
-// fp16 and bf16 rows always; the backward pass's unless the rows make
-// kBackwardWholeRowWaves waves.
+// fp16 and bf16 rows always; the backward pass's unless they make more
+// than one wave (backward_whole_past_one_wave()) or kBackwardWholeRowWaves
+// waves.
 bool tiles_at_max_workgroup(const Problem& problem, const Limits& l) {
-    if (problem.backward) return !rows_make_waves(problem, l, kBackwardWholeRowWaves);
-    return dtype_size(problem.dtype) == 2;
+    if (!problem.backward) return dtype_size(problem.dtype) == 2;
+    const double waves = row_waves(problem, l);
+    return backward_whole_past_one_wave(problem) ? waves <= 1.0 : waves < kBackwardWholeRowWaves;
 }
 
 // Whether rows read in tiles at the largest workgroup take them at
@@ -358,7 +368,7 @@ bool tiles_at_max_workgroup(const Problem& problem, const Limits& l) {
 // waves.
 bool tiles_at_half_workgroup(const Problem& problem, const Limits& l) {
     return !problem.backward && !problem.attention.any() && problem.shape.axis % 8 == 0 &&
-           rows_make_waves(problem, l, kHalfRowTileWaves) && l.max_workgroup / 2 >= l.min_workgroup;
+           row_waves(problem, l) >= kHalfRowTileWaves && l.max_workgroup / 2 >= l.min_workgroup;
 }
 
 // A workgroup owns a row, held in registers or, past the largest

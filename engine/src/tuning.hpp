@@ -112,7 +112,9 @@ constexpr uint32_t kBackwardRereadGradientWorkgroup = 1024;
 constexpr uint32_t kOddRowMaxSlots = kMaxSlots - 1;
 // At the largest workgroup it holds rows whole rather than in tiles of
 // kHalfRowSlotsAtMaxWorkgroup where the rows make at least this many waves
-// of the multiprocessors, a row each (known on NVIDIA: elsewhere, tiles).
+// of the multiprocessors, a row each, and contiguous bf16 rows and fp32
+// rows a multiple of 4 long where they make more than one (known on
+// NVIDIA: elsewhere, tiles).
 // H100 (132 multiprocessors), us, whole against tiles:
 // - f32 1024x32768 151.0 against 172.0, 512x20000 46.1 against 50.9,
 //   264x32768 45.0 against 47.9 (263 rows), 256x24576 30.6 against 32.3;
@@ -121,10 +123,25 @@ constexpr uint32_t kOddRowMaxSlots = kMaxSlots - 1;
 //   and spills 80 bytes.
 // - at one and a half waves it is level (200x32000: f32 36.6 against 37.4,
 //   f16 15.8 against 15.6);
-// - fewer rows are mixed, so they keep the tiles: f32 128x32000 23.0
-//   against 18.8, 133x32768 27.3 against 22.9, 1x32768 8.0 against 7.8;
-//   f16 1x32768 6.1 against 6.4, 128x32000 8.7 against 8.6 (log-softmax
-//   9.4 against 8.6).
+// - fewer rows were mixed: f32 128x32000 23.0 against 18.8, 133x32768
+//   27.3 against 22.9, 1x32768 8.0 against 7.8; f16 1x32768 6.1 against
+//   6.4, 128x32000 8.7 against 8.6 (log-softmax 9.4 against 8.6).
+// Since fp32 rows at 1024 x 8 read dy again (kBackwardRereadGradientSlots),
+// H200 (132 multiprocessors, 580.159.04; bench/NOTES.md, v99), us, whole
+// against tiles, past one wave:
+// - rows of 32768: f32 133 rows 17.7 against 20.3, 160 22.3 against 23.4,
+//   196 26.0 against 28.3 (log-softmax and sinks 3-9% faster); bf16 12.1
+//   against 13.3, 12.7 against 13.8, 13.7 against 14.7 (log-softmax and
+//   sinks alike);
+// - other lengths: f32 133x20000 10.2 against 12.2, 180x16388 11.0 against
+//   13.2, 150x28672 18.0 against 18.7; bf16 9.0 against 11.9, 9.0 against
+//   12.6, 11.6 against 13.0, 140x32001 14.7 against 16.9;
+// - but f32 140x32001 (not a multiple of 4: dy held, not read again) 22.9
+//   against 21.5, and f16 mixed: 11.2 against 11.7 (133x32768), 13.0
+//   against 13.0 (196), log-softmax and sinks 1.3-1.9% slower whole. Those
+//   keep the tiles to this many waves. At one wave and fewer (96-132 rows)
+//   f16 was 2.7-5.8% slower whole, bf16 2-4% faster but its log-softmax
+//   level.
 constexpr double kBackwardWholeRowWaves = 1.5;
 // A subgroup owns rows up to 32 x subgroup size (1024 floats at 32) and
 // needs no barrier at all.
