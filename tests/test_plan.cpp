@@ -250,6 +250,16 @@ TEST(Plan, WorkgroupRows) {
     EXPECT_EQ(attention.key[0].kind, ShaderKind::row_in_tiles) << causal_rows;
     EXPECT_EQ(attention.key[0].workgroup_size, 1024u) << causal_rows;
     EXPECT_EQ(attention.key[0].slots, 4u) << causal_rows;
+    // Strided rows (inner > 1) are read an element at a time, not in
+    // 16-byte windows, and keep the largest workgroup's tiles.
+    Problem strided = rows_of(128, 32768, Dtype::f16);
+    strided.shape.inner = 4;  // 512 rows
+    const Plan strided_plan = plan_geometry(counted, strided);
+    const std::string strided_rows = "f16 128x32768x4 on 132 multiprocessors: " + strided_plan.key[0].id();
+    EXPECT_EQ(strided_plan.key[0].kind, ShaderKind::row_in_tiles) << strided_rows;
+    EXPECT_EQ(strided_plan.key[0].vec, 1u) << strided_rows;
+    EXPECT_EQ(strided_plan.key[0].workgroup_size, 1024u) << strided_rows;
+    EXPECT_EQ(strided_plan.key[0].slots, 4u) << strided_rows;
 
     // Rows that two subgroups hold at 8 slots take two (kNarrowRowSubgroups):
     // 2048 at 64 x 8, 1500 at 64 x 6; 4096 stays at four, 128 x 8; the

@@ -363,11 +363,12 @@ bool tiles_at_max_workgroup(const Problem& problem, const Limits& l) {
 }
 
 // Whether rows read in tiles at the largest workgroup take them at
-// kHalfRowTileSlots in workgroups of half its size instead: forward rows a
-// multiple of 8 long without attention options that make kHalfRowTileWaves
-// waves.
+// kHalfRowTileSlots in workgroups of half its size instead: forward rows
+// read in 16-byte windows (contiguous, a multiple of 8 long) without
+// attention options that make kHalfRowTileWaves waves.
 bool tiles_at_half_workgroup(const Problem& problem, const Limits& l) {
-    return !problem.backward && !problem.attention.any() && problem.shape.axis % 8 == 0 &&
+    return !problem.backward && !problem.attention.any() &&
+           access_width(problem, Path::workgroup_row, l, kHalfRowTileSlots) == 8 &&
            row_waves(problem, l) >= kHalfRowTileWaves && l.max_workgroup / 2 >= l.min_workgroup;
 }
 

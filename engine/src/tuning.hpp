@@ -61,8 +61,8 @@ constexpr uint32_t kMaxWorkgroupSlots = 8192;
 // 46.0 us. fp32 rows lose more to the re-read than they gain (f32
 // 1024x32768: 75.0 us whole, 85.8 in two tiles) and are held whole.
 constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
-// Forward 16-bit rows a multiple of 8 long (16-byte windows) read in those
-// tiles, without attention options, take them at twice the slots in
+// Forward contiguous 16-bit rows a multiple of 8 long (16-byte windows)
+// read in those tiles, without attention options, take them at twice the slots in
 // workgroups of half the largest (the same 16384 elements a tile on a
 // workgroup of 1024) where the device counts its multiprocessors and the
 // rows make kHalfRowTileWaves waves of them, a row each. H200 (132
