@@ -24,8 +24,8 @@
 #include "softmax_tiles.glsl"
 
 #ifdef USE_SUBGROUP
-// A row held in the slots of a workgroup of at most 256 invocations: its
-// statistic in one exchange between subgroups (one_exchange_stat()), each
+// A row held in the slots of a workgroup: its statistic in one exchange
+// between subgroups (one_exchange_stat()), each
 // lane's exps taken against its own max and scaled to the row's at the
 // write, as a held single-pass chunk does, instead of the max's exchange
 // and then the sum's. Log-softmax keeps x in the slots and writes from it.
@@ -33,14 +33,17 @@
 // rows (f16 and bf16 rows of 4095 and 4097 at 128 x 9 slots) came out
 // NaN on NVIDIA 580.159.04 with this form in the float-max modules,
 // though the same rows passed in the integer-key modules and on lavapipe
-// (bench/NOTES.md, v73).
+// (bench/NOTES.md, v73). Taken first at up to 256 invocations; at 512
+// and 1024, with the subgroups' statistics folded a strided share a lane,
+// 3-10% faster too (H200: f32 128x32000 10.53 -> 10.20 us, 256x16388 10.73
+// -> 9.72, 1024x32768 74.68 -> 72.78; bench/NOTES.md, v100).
 // The steps are those of softmax_single_pass.comp's chunk_stat() and
 // write_held_chunk(), written out in each: one pair of helpers in
 // softmax_tiles.glsl for both (two orders of their statements tried) made
 // f16 batches of held single-pass chunks 0.25-0.35 us slower on NVIDIA
 // 580.159.04 (8x131072 5.72 -> 6.00 us, 16x100000 6.56 -> 6.85) with the
 // rows' times level (bench/NOTES.md, v74).
-const bool ROW_IN_ONE_EXCHANGE = gl_WorkGroupSize.x <= 256u && !SUBGROUP_ROWS;
+const bool ROW_IN_ONE_EXCHANGE = !SUBGROUP_ROWS;
 bool row_one_exchange() {
 #ifdef VKSM_WHOLE_WINDOW_LOADS
     if (whole_window_loads()) return false;

@@ -431,6 +431,16 @@ VksmStat one_exchange_stat(VksmStat s) {
         red_u[gl_SubgroupID] = sub.f;
     }
     barrier();
+    if (gl_WorkGroupSize.x > 256u) {
+        // 16 subgroups or more (32 lanes): each lane folds a strided share
+        // of their statistics and the subgroup merges the lanes', instead
+        // of every lane taking one exp per subgroup in turn. Every subgroup
+        // folds the same shares in the same order: the same bits in each.
+        VksmStat t = vksm_stat_empty();
+        for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize)
+            t = vksm_stat_merge(t, VksmStat(red_m[i], red_f[i], red_u[i]));
+        return vksm_subgroup_stat(t);
+    }
     float m = -VKSM_FLT_MAX;
     uint f = 0u;
     for (uint i = 0u; i < gl_NumSubgroups; ++i) {

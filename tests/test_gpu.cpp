@@ -615,6 +615,45 @@ TEST_F(Gpu, LongHalfRowsReadInTiles) {
     }
 }
 
+// Rows held in the registers of workgroups of 512 and 1024 invocations
+// take their statistic in one exchange, whose subgroups' (m, d, flags) each
+// lane folds a strided slice of: with subgroups of 4 to 32 lanes that is
+// 16 to 256 subgroups, two or more a lane below 32. Row r's spike (100
+// above the rest, exp(99) overflows fp32) moves through every subgroup
+// across the rows; row 1 holds a NaN, row 2 a +inf, row 3 only -inf but
+// one element, row 4 only -inf (NaN out).
+TEST_F(Gpu, RowsHeldByManySubgroupsInOneExchange) {
+    const uint32_t kSlots = 2;
+    for (uint32_t wg : {512u, 1024u}) {
+        if (wg > ctx().info().max_workgroup_invocations) continue;
+        for (Dtype dt : {Dtype::f32, Dtype::f16})
+            for (bool log : {false, true}) {
+                const uint64_t cols = 4ull * kSlots * wg, rows = 37;
+                Problem p = rows_of(rows, cols, dt, log);
+                const PlanOptions o = forced(Path::workgroup_row, kSlots, wg);
+                const Plan plan = make_plan(ctx(), p, o);
+                ASSERT_EQ(plan.key[0].kind, ShaderKind::row_in_registers) << describe(p, o) << ": not held";
+                ASSERT_EQ(plan.key[0].workgroup_size, wg) << describe(p, o);
+                const uint32_t seed = fresh_seed();
+                std::mt19937 rng(seed);
+                std::uniform_real_distribution<float> small(-1.f, 1.f);
+                std::vector<float> x(rows * cols);
+                for (float& e : x) e = small(rng);
+                for (uint64_t r = 0; r < rows; ++r) x[r * cols + (r * cols / rows + r * 29) % cols] = 100.f;
+                x[1 * cols + cols / 2] = kNaN;
+                x[2 * cols + cols - 5] = kInf;
+                for (uint64_t i = 0; i < cols; ++i) x[3 * cols + i] = i == cols - 1 ? 0.5f : -kInf;
+                for (uint64_t i = 0; i < cols; ++i) x[4 * cols + i] = -kInf;
+                Outcome out = run_and_compare(p, x, o);
+                const Bound b = accuracy_bound(p.dtype, p.log);
+                EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << describe(p, o) << " (seed " << seed << "): " << out.acc.describe();
+                EXPECT_TRUE(out.acc.within(b.rel, 0.0))
+                    << describe(p, o) << " (seed " << seed << "; a spike of 100 in each row, moving through the "
+                    << "subgroups): " << out.acc.describe();
+            }
+    }
+}
+
 // A lost partial in a cross-subgroup or cross-workgroup reduction is only
 // visible when the max sits in the partial that is lost: row r carries a
 // spike 100 above its other elements (in [-1, 1]) at a position that moves
