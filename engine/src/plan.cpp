@@ -351,13 +351,27 @@ bool backward_whole_past_one_wave(const Problem& problem) {
            (problem.dtype == Dtype::bf16 || (problem.dtype == Dtype::f32 && problem.shape.axis % 4 == 0));
 }
 
+// Whether forward 16-bit softmax rows past kHalfRowSlotsAtMaxWorkgroup per
+// invocation of the largest workgroup are held whole there, at up to
+// kRowSlotsAtMaxWorkgroup slots, rather than read in tiles: contiguous rows
+// in 16-byte windows, without attention options, that make at most one
+// wave of the device's multiprocessors (kHeldHalfRowMaxWaves).
+bool half_row_held_at_max_workgroup(const Problem& problem, const Limits& l) {
+    const uint64_t axis = row_window(problem, Path::workgroup_row, l);
+    return !problem.backward && !problem.log && !problem.attention.any() && dtype_size(problem.dtype) == 2 &&
+           l.multiprocessors > 0 && row_waves(problem, l) <= kHeldHalfRowMaxWaves &&
+           axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup &&
+           axis <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup &&
+           access_width(problem, Path::workgroup_row, l, kRowSlotsAtMaxWorkgroup) == 8;
+}
+
 // Whether rows past kHalfRowSlotsAtMaxWorkgroup per invocation of the
 // largest workgroup are read in tiles rather than held whole: forward
-// fp16 and bf16 rows always; the backward pass's unless they make more
-// than one wave (backward_whole_past_one_wave()) or kBackwardWholeRowWaves
-// waves.
+// fp16 and bf16 rows but those half_row_held_at_max_workgroup() holds; the
+// backward pass's unless they make more than one wave
+// (backward_whole_past_one_wave()) or kBackwardWholeRowWaves waves.
 bool tiles_at_max_workgroup(const Problem& problem, const Limits& l) {
-    if (!problem.backward) return dtype_size(problem.dtype) == 2;
+    if (!problem.backward) return dtype_size(problem.dtype) == 2 && !half_row_held_at_max_workgroup(problem, l);
     const double waves = row_waves(problem, l);
     return backward_whole_past_one_wave(problem) ? waves <= 1.0 : waves < kBackwardWholeRowWaves;
 }
@@ -389,7 +403,8 @@ Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
         g.slots = half_workgroup ? kHalfRowTileSlots : kHalfRowSlotsAtMaxWorkgroup;
         return g;
     }
-    const uint32_t most = whole_row_most_slots(problem, l);
+    const uint32_t most =
+        half_row_held_at_max_workgroup(problem, l) ? kRowSlotsAtMaxWorkgroup : whole_row_most_slots(problem, l);
     g.workgroup_size = whole_row_workgroup(problem, l, most);
     g.slots = slots_holding_row(problem, Path::workgroup_row, l, g.workgroup_size, most);
     return g;

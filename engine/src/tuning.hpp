@@ -79,6 +79,21 @@ constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
 // not a multiple of 4 lose a quarter (128x32001 f16 9.33 against 11.76).
 constexpr double kHalfRowTileWaves = 1.5;
 constexpr uint32_t kHalfRowTileSlots = 2 * kHalfRowSlotsAtMaxWorkgroup;
+// Forward 16-bit softmax rows of 16385-32768 in 16-byte windows whose
+// rows make at most this many waves of the device's multiprocessors are
+// held whole at the largest workgroup (up to kRowSlotsAtMaxWorkgroup
+// slots, one workgroup a multiprocessor) instead of in its tiles, now that
+// such a row takes its statistic in one exchange. H200 (580.159.04;
+// bench/NOTES.md, v100), us, tiles at 1024 x 4 against whole at 1024 x
+// 6-8: f16 128x32000 7.96 against 7.76, 132x32768 8.15 against 8.03,
+// 100x24576 7.35 against 6.35, 132x20000 7.57 against 6.27; bf16 8.17
+// against 7.79, 8.40 against 8.03, 7.82 against 6.40, 7.85 against 6.37.
+// Past one wave the second wave costs more than the re-read saves (f16
+// 133x32768 10.75 against 11.53, 200x32000 10.93 in 512 x 8 tiles against
+// 12.23, 1024x32768 43.1 against 48.3); log-softmax is mixed (f16
+// 128x32000 7.97 against 8.09, bf16 8.68 against 8.17) and keeps the
+// tiles.
+constexpr double kHeldHalfRowMaxWaves = 1.0;
 // The backward pass holds y and dy: half the forward's slots each, so
 // that an invocation holds the same 64 floats (kMaxSlots), whatever the
 // storage type.
