@@ -572,7 +572,7 @@ TEST_F(Gpu, OddRowsOnThePlansPath) {
 // whole. The tiles are 4 slots of the largest workgroup, or 8 of half of it
 // where a batch makes waves of the multiprocessors (kHalfRowTileSlots; too
 // few rows here, so that geometry is forced). On a device that counts its
-// multiprocessors the plan holds these few softmax rows whole at the
+// multiprocessors the plan holds these few rows whole at the
 // largest workgroup instead (kHeldHalfRowMaxWaves), and the same rows check
 // that form. The row's max sits in the first tile (the first half), so that
 // the second's statistic must be rescaled to it; one row has its finite
@@ -597,7 +597,7 @@ TEST_F(Gpu, LongHalfRowsReadInTiles) {
         const Problem p = rows_of(5, cols, variant & 2u ? Dtype::bf16 : Dtype::f16, log);
         const PlanOptions& o = variant & 4u ? half : planned;
         const Plan plan = make_plan(ctx(), p, o);
-        const bool held = d.multiprocessors > 0 && !log && !(variant & 4u);
+        const bool held = d.multiprocessors > 0 && !(variant & 4u);
         ASSERT_EQ(plan.path, Path::workgroup_row) << describe(p, o);
         ASSERT_EQ(plan.key[0].kind, held ? ShaderKind::row_in_registers : ShaderKind::row_in_tiles)
             << describe(p, o) << (held ? ": not held whole" : ": not read in tiles");

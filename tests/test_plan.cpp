@@ -228,9 +228,9 @@ TEST(Plan, WorkgroupRows) {
          {TileCase{Dtype::f16, false, 1024, 32768, true, 8}, {Dtype::bf16, false, 1024, 32768, true, 8},
           {Dtype::f16, true, 264, 24576, true, 8}, {Dtype::bf16, false, 200, 16388, false, 4},
           {Dtype::f16, false, 1024, 32764, false, 4}, {Dtype::bf16, false, 4096, 20000, true, 8},
-          {Dtype::f16, false, 198, 32768, true, 8}, {Dtype::f16, false, 197, 32768, false, 8},
-          {Dtype::f16, true, 128, 32000, false, 8}, {Dtype::f16, false, 133, 32768, false, 8},
-          {Dtype::bf16, false, 128, 32764, false, 4}, {Dtype::f16, false, 1024, 32001, false, 4},
+          {Dtype::f16, false, 198, 32768, true, 8}, {Dtype::f16, false, 133, 32768, true, 8},
+          {Dtype::bf16, true, 196, 20000, true, 8}, {Dtype::f16, false, 133, 32764, false, 4},
+          {Dtype::f16, false, 128, 32001, false, 4}, {Dtype::f16, false, 1024, 32001, false, 4},
           {Dtype::bf16, true, 1024, 30002, false, 4}}) {
         Problem p = rows_of(c.rows, c.cols, c.dtype);
         p.log = c.log;
@@ -243,19 +243,24 @@ TEST(Plan, WorkgroupRows) {
         EXPECT_EQ(plan.key[0].vec, c.vec) << which;
         EXPECT_EQ(plan_geometry(d, p).key[0].workgroup_size, 1024u) << which << ", with no multiprocessor count";
     }
-    // Forward 16-bit softmax rows in 16-byte windows that make at most one
-    // wave are held whole at 1024 x 6-8 (kHeldHalfRowMaxWaves); with no
+    // Forward 16-bit rows a multiple of 4 long that make at most one wave
+    // are held whole at 1024 x 6-8 (kHeldHalfRowMaxWaves); with no
     // multiprocessor count they keep the tiles.
-    struct HeldCase { Dtype dtype; uint64_t rows, cols; uint32_t slots; };
-    for (const HeldCase& c : {HeldCase{Dtype::f16, 128, 32000, 8}, {Dtype::bf16, 128, 32000, 8},
-                              {Dtype::bf16, 100, 24576, 6}, {Dtype::f16, 132, 20000, 6}, {Dtype::f16, 132, 32768, 8}}) {
-        const Problem p = rows_of(c.rows, c.cols, c.dtype);
+    struct HeldCase { Dtype dtype; bool log; uint64_t rows, cols; uint32_t slots, vec; };
+    for (const HeldCase& c :
+         {HeldCase{Dtype::f16, false, 128, 32000, 8, 8}, {Dtype::bf16, false, 128, 32000, 8, 8},
+          {Dtype::bf16, false, 100, 24576, 6, 8}, {Dtype::f16, false, 132, 20000, 6, 8},
+          {Dtype::f16, false, 132, 32768, 8, 8}, {Dtype::f16, true, 128, 32000, 8, 8},
+          {Dtype::bf16, false, 128, 32764, 8, 4}, {Dtype::f16, true, 132, 20004, 5, 4}}) {
+        Problem p = rows_of(c.rows, c.cols, c.dtype);
+        p.log = c.log;
         const Plan plan = plan_geometry(counted, p);
-        const std::string which = what(p) + " on 132 multiprocessors: " + plan.key[0].id();
+        const std::string which =
+            what(p) + (c.log ? " log-softmax" : "") + " on 132 multiprocessors: " + plan.key[0].id();
         EXPECT_EQ(plan.key[0].kind, ShaderKind::row_in_registers) << which;
         EXPECT_EQ(plan.key[0].workgroup_size, 1024u) << which;
         EXPECT_EQ(plan.key[0].slots, c.slots) << which;
-        EXPECT_EQ(plan.key[0].vec, 8u) << which;
+        EXPECT_EQ(plan.key[0].vec, c.vec) << which;
         const Plan uncounted = plan_geometry(d, p);
         EXPECT_EQ(uncounted.key[0].kind, ShaderKind::row_in_tiles)
             << what(p) << " with no multiprocessor count: " << uncounted.key[0].id();

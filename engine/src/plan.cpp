@@ -351,18 +351,19 @@ bool backward_whole_past_one_wave(const Problem& problem) {
            (problem.dtype == Dtype::bf16 || (problem.dtype == Dtype::f32 && problem.shape.axis % 4 == 0));
 }
 
-// Whether forward 16-bit softmax rows past kHalfRowSlotsAtMaxWorkgroup per
+// Whether forward 16-bit rows past kHalfRowSlotsAtMaxWorkgroup per
 // invocation of the largest workgroup are held whole there, at up to
 // kRowSlotsAtMaxWorkgroup slots, rather than read in tiles: contiguous rows
-// in 16-byte windows, without attention options, that make at most one
-// wave of the device's multiprocessors (kHeldHalfRowMaxWaves).
+// a multiple of 4 long (8- or 16-byte windows), without attention options,
+// that make at most one wave of the device's multiprocessors
+// (kHeldHalfRowMaxWaves).
 bool half_row_held_at_max_workgroup(const Problem& problem, const Limits& l) {
     const uint64_t axis = row_window(problem, Path::workgroup_row, l);
-    return !problem.backward && !problem.log && !problem.attention.any() && dtype_size(problem.dtype) == 2 &&
-           l.multiprocessors > 0 && row_waves(problem, l) <= kHeldHalfRowMaxWaves &&
+    return !problem.backward && !problem.attention.any() && dtype_size(problem.dtype) == 2 &&
+           problem.shape.inner == 1 && problem.shape.axis % 4 == 0 && l.multiprocessors > 0 &&
+           row_waves(problem, l) <= kHeldHalfRowMaxWaves &&
            axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup &&
-           axis <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup &&
-           access_width(problem, Path::workgroup_row, l, kRowSlotsAtMaxWorkgroup) == 8;
+           axis <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup;
 }
 
 // Whether rows past kHalfRowSlotsAtMaxWorkgroup per invocation of the

@@ -62,37 +62,42 @@ constexpr uint32_t kMaxWorkgroupSlots = 8192;
 // 1024x32768: 75.0 us whole, 85.8 in two tiles) and are held whole.
 constexpr uint32_t kHalfRowSlotsAtMaxWorkgroup = 4;
 // Forward contiguous 16-bit rows a multiple of 8 long (16-byte windows)
-// read in those tiles, without attention options, take them at twice the slots in
-// workgroups of half the largest (the same 16384 elements a tile on a
-// workgroup of 1024) where the device counts its multiprocessors and the
-// rows make kHalfRowTileWaves waves of them, a row each. H200 (132
-// multiprocessors, 580.159.04; bench/NOTES.md, v95 and v96), us, 1024 x 4
-// against 512 x 8: f16 1024x32768 44.12 against 43.18, 512x32768 24.86
-// against 24.23, 264x24576 11.08 against 10.86, 198x32768 11.24 against
-// 11.06, 4096x24576 136.9 against 133.7, 1024x20000 37.90 against 37.13
-// (log-softmax 1024x32768 44.71 against 43.68); bf16 46.27 against 45.22,
-// 25.91 against 25.46, 11.88 against 11.64, 12.30 against 11.89, 151.1
-// against 143.5, 40.85 against 39.02. Fewer rows lose: 132x20000 f16 7.58
-// against 7.71, 128x32000 7.97 against 8.16 (bf16 alike; 1.5 waves, as
-// kBackwardWholeRowWaves). 8-byte windows are mixed: 200x16388 f16 10.74
-// against 10.31, but 1024x32764 46.93 against 48.54 (bf16 alike), and rows
-// not a multiple of 4 lose a quarter (128x32001 f16 9.33 against 11.76).
-constexpr double kHalfRowTileWaves = 1.5;
+// read in those tiles, without attention options, take them at twice the
+// slots in workgroups of half the largest (the same 16384 elements a tile
+// on a workgroup of 1024) where the device counts its multiprocessors and
+// the rows make kHalfRowTileWaves waves of them, a row each. H200 (132
+// multiprocessors, 580.159.04; bench/NOTES.md, v95, v96 and v100), us,
+// 1024 x 4 against 512 x 8: f16 1024x32768 44.12 against 43.18, 512x32768
+// 24.86 against 24.23, 264x24576 11.08 against 10.86, 198x32768 11.24
+// against 11.06, 4096x24576 136.9 against 133.7, 1024x20000 37.90 against
+// 37.13 (log-softmax 1024x32768 44.71 against 43.68); bf16 46.27 against
+// 45.22, 25.91 against 25.46, 11.88 against 11.64, 12.30 against 11.89,
+// 151.1 against 143.5, 40.85 against 39.02; past one wave and below one
+// and a half too (v100): f16 133x32768 10.91 against 10.68, 180x24576
+// 10.89 against 10.61, 196x20000 10.86 against 10.57; bf16 11.93 against
+// 11.54, 11.79 against 11.36, 11.54 against 11.14. Rows of one wave or
+// fewer are held whole instead (kHeldHalfRowMaxWaves). 8-byte windows are
+// mixed: 200x16388 f16 10.74 against 10.31, but 1024x32764 46.93 against
+// 48.54 (bf16 alike), and rows not a multiple of 4 lose a quarter
+// (128x32001 f16 9.33 against 11.76).
+constexpr double kHalfRowTileWaves = 1.0;
 constexpr uint32_t kHalfRowTileSlots = 2 * kHalfRowSlotsAtMaxWorkgroup;
-// Forward 16-bit softmax rows of 16385-32768 in 16-byte windows whose
-// rows make at most this many waves of the device's multiprocessors are
-// held whole at the largest workgroup (up to kRowSlotsAtMaxWorkgroup
+// Forward 16-bit rows of 16385-32768, contiguous and a multiple of 4 long,
+// whose rows make at most this many waves of the device's multiprocessors
+// are held whole at the largest workgroup (up to kRowSlotsAtMaxWorkgroup
 // slots, one workgroup a multiprocessor) instead of in its tiles, now that
 // such a row takes its statistic in one exchange. H200 (580.159.04;
 // bench/NOTES.md, v100), us, tiles at 1024 x 4 against whole at 1024 x
 // 6-8: f16 128x32000 7.96 against 7.76, 132x32768 8.15 against 8.03,
 // 100x24576 7.35 against 6.35, 132x20000 7.57 against 6.27; bf16 8.17
-// against 7.79, 8.40 against 8.03, 7.82 against 6.40, 7.85 against 6.37.
-// Past one wave the second wave costs more than the re-read saves (f16
-// 133x32768 10.75 against 11.53, 200x32000 10.93 in 512 x 8 tiles against
-// 12.23, 1024x32768 43.1 against 48.3); log-softmax is mixed (f16
-// 128x32000 7.97 against 8.09, bf16 8.68 against 8.17) and keeps the
-// tiles.
+// against 7.79, 8.40 against 8.03, 7.82 against 6.40, 7.85 against 6.37;
+// 8-byte windows, f16 128x32764 8.54 against 8.32, 132x20004 7.69 against
+// 6.54, bf16 8.81 against 8.22, 7.92 against 6.65; log-softmax f16
+// 100x24576 7.53 against 6.78, 128x32000 7.96 against 8.05 (the one
+// loss), bf16 8.23 against 6.88, 8.67 against 8.15. Rows not a multiple
+// of 4 lose (f16 128x32001 9.32 against 9.97) and keep the tiles; past one
+// wave the second wave costs more than the re-read saves (f16 133x32768
+// 10.75 against 11.53, 200x32000 10.93 in 512 x 8 tiles against 12.23).
 constexpr double kHeldHalfRowMaxWaves = 1.0;
 // The backward pass holds y and dy: half the forward's slots each, so
 // that an invocation holds the same 64 floats (kMaxSlots), whatever the
