@@ -650,7 +650,8 @@ TEST_F(Gpu, RowsHeldByManySubgroupsInOneExchange) {
                 for (uint64_t i = 0; i < cols; ++i) x[4 * cols + i] = -kInf;
                 Outcome out = run_and_compare(p, x, o);
                 const Bound b = accuracy_bound(p.dtype, p.log);
-                EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << describe(p, o) << " (seed " << seed << "): " << out.acc.describe();
+                EXPECT_EQ(out.acc.nonfinite_mismatches, 0u)
+                    << describe(p, o) << " (seed " << seed << "): " << out.acc.describe();
                 EXPECT_TRUE(out.acc.within(b.rel, 0.0))
                     << describe(p, o) << " (seed " << seed << "; a spike of 100 in each row, moving through the "
                     << "subgroups): " << out.acc.describe();

@@ -223,47 +223,38 @@ TEST(Plan, WorkgroupRows) {
 
     DeviceInfo counted = d;
     counted.multiprocessors = 132;
-    struct TileCase { Dtype dtype; bool log; uint64_t rows, cols; bool half; uint32_t vec; };
-    for (const TileCase& c :
-         {TileCase{Dtype::f16, false, 1024, 32768, true, 8}, {Dtype::bf16, false, 1024, 32768, true, 8},
-          {Dtype::f16, true, 264, 24576, true, 8}, {Dtype::bf16, false, 200, 16388, false, 4},
-          {Dtype::f16, false, 1024, 32764, false, 4}, {Dtype::bf16, false, 4096, 20000, true, 8},
-          {Dtype::f16, false, 198, 32768, true, 8}, {Dtype::f16, false, 133, 32768, true, 8},
-          {Dtype::bf16, true, 196, 20000, true, 8}, {Dtype::f16, false, 133, 32764, false, 4},
-          {Dtype::f16, false, 128, 32001, false, 4}, {Dtype::f16, false, 1024, 32001, false, 4},
-          {Dtype::bf16, true, 1024, 30002, false, 4}}) {
+    // 16-bit forward rows past 16 elements an invocation of 1024: read in
+    // tiles at 1024 x 4, or at 512 x 8 where 16-byte rows make more than one
+    // wave (kHalfRowTileWaves); held whole at 1024 x 5-8 where rows a
+    // multiple of 4 long make at most one (kHeldHalfRowMaxWaves). With no
+    // multiprocessor count every one keeps the tiles at 1024 x 4.
+    const ShaderKind tiles = ShaderKind::row_in_tiles, held = ShaderKind::row_in_registers;
+    struct LongRowCase { Dtype dtype; bool log; uint64_t rows, cols; ShaderKind kind; uint32_t workgroup, slots, vec; };
+    for (const LongRowCase& c :
+         {LongRowCase{Dtype::f16, false, 1024, 32768, tiles, 512, 8, 8}, {Dtype::bf16, false, 1024, 32768, tiles, 512, 8, 8},
+          {Dtype::f16, true, 264, 24576, tiles, 512, 8, 8}, {Dtype::bf16, false, 200, 16388, tiles, 1024, 4, 4},
+          {Dtype::f16, false, 1024, 32764, tiles, 1024, 4, 4}, {Dtype::bf16, false, 4096, 20000, tiles, 512, 8, 8},
+          {Dtype::f16, false, 198, 32768, tiles, 512, 8, 8}, {Dtype::f16, false, 133, 32768, tiles, 512, 8, 8},
+          {Dtype::bf16, true, 196, 20000, tiles, 512, 8, 8}, {Dtype::f16, false, 133, 32764, tiles, 1024, 4, 4},
+          {Dtype::f16, false, 128, 32001, tiles, 1024, 4, 4}, {Dtype::f16, false, 1024, 32001, tiles, 1024, 4, 4},
+          {Dtype::bf16, true, 1024, 30002, tiles, 1024, 4, 4}, {Dtype::f16, false, 128, 32000, held, 1024, 8, 8},
+          {Dtype::bf16, false, 128, 32000, held, 1024, 8, 8}, {Dtype::bf16, false, 100, 24576, held, 1024, 6, 8},
+          {Dtype::f16, false, 132, 20000, held, 1024, 6, 8}, {Dtype::f16, false, 132, 32768, held, 1024, 8, 8},
+          {Dtype::f16, true, 128, 32000, held, 1024, 8, 8}, {Dtype::bf16, false, 128, 32764, held, 1024, 8, 4},
+          {Dtype::f16, true, 132, 20004, held, 1024, 5, 4}}) {
         Problem p = rows_of(c.rows, c.cols, c.dtype);
         p.log = c.log;
         const Plan plan = plan_geometry(counted, p);
         const std::string which =
             what(p) + (c.log ? " log-softmax" : "") + " on 132 multiprocessors: " + plan.key[0].id();
-        EXPECT_EQ(plan.key[0].kind, ShaderKind::row_in_tiles) << which;
-        EXPECT_EQ(plan.key[0].workgroup_size, c.half ? 512u : 1024u) << which;
-        EXPECT_EQ(plan.key[0].slots, c.half ? 8u : 4u) << which;
-        EXPECT_EQ(plan.key[0].vec, c.vec) << which;
-        EXPECT_EQ(plan_geometry(d, p).key[0].workgroup_size, 1024u) << which << ", with no multiprocessor count";
-    }
-    // Forward 16-bit rows a multiple of 4 long that make at most one wave
-    // are held whole at 1024 x 6-8 (kHeldHalfRowMaxWaves); with no
-    // multiprocessor count they keep the tiles.
-    struct HeldCase { Dtype dtype; bool log; uint64_t rows, cols; uint32_t slots, vec; };
-    for (const HeldCase& c :
-         {HeldCase{Dtype::f16, false, 128, 32000, 8, 8}, {Dtype::bf16, false, 128, 32000, 8, 8},
-          {Dtype::bf16, false, 100, 24576, 6, 8}, {Dtype::f16, false, 132, 20000, 6, 8},
-          {Dtype::f16, false, 132, 32768, 8, 8}, {Dtype::f16, true, 128, 32000, 8, 8},
-          {Dtype::bf16, false, 128, 32764, 8, 4}, {Dtype::f16, true, 132, 20004, 5, 4}}) {
-        Problem p = rows_of(c.rows, c.cols, c.dtype);
-        p.log = c.log;
-        const Plan plan = plan_geometry(counted, p);
-        const std::string which =
-            what(p) + (c.log ? " log-softmax" : "") + " on 132 multiprocessors: " + plan.key[0].id();
-        EXPECT_EQ(plan.key[0].kind, ShaderKind::row_in_registers) << which;
-        EXPECT_EQ(plan.key[0].workgroup_size, 1024u) << which;
+        EXPECT_EQ(plan.key[0].kind, c.kind) << which;
+        EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
         EXPECT_EQ(plan.key[0].slots, c.slots) << which;
         EXPECT_EQ(plan.key[0].vec, c.vec) << which;
         const Plan uncounted = plan_geometry(d, p);
-        EXPECT_EQ(uncounted.key[0].kind, ShaderKind::row_in_tiles)
-            << what(p) << " with no multiprocessor count: " << uncounted.key[0].id();
+        const std::string uncounted_which = what(p) + " with no multiprocessor count: " + uncounted.key[0].id();
+        EXPECT_EQ(uncounted.key[0].kind, tiles) << uncounted_which;
+        EXPECT_EQ(uncounted.key[0].workgroup_size, 1024u) << uncounted_which;
     }
     Problem causal = masked_attention(1, 1, 32768, Dtype::f16, Dtype::f16);
     causal.attention.mask = false;

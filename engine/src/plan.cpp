@@ -358,12 +358,11 @@ bool backward_whole_past_one_wave(const Problem& problem) {
 // that make at most one wave of the device's multiprocessors
 // (kHeldHalfRowMaxWaves).
 bool half_row_held_at_max_workgroup(const Problem& problem, const Limits& l) {
-    const uint64_t axis = row_window(problem, Path::workgroup_row, l);
     return !problem.backward && !problem.attention.any() && dtype_size(problem.dtype) == 2 &&
            problem.shape.inner == 1 && problem.shape.axis % 4 == 0 && l.multiprocessors > 0 &&
            row_waves(problem, l) <= kHeldHalfRowMaxWaves &&
-           axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup &&
-           axis <= 4ull * kRowSlotsAtMaxWorkgroup * l.max_workgroup;
+           row_window(problem, Path::workgroup_row, l) > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup &&
+           workgroup_holds_row(problem, l);
 }
 
 // Whether rows past kHalfRowSlotsAtMaxWorkgroup per invocation of the
