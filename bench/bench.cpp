@@ -354,6 +354,10 @@ struct CopyPass {
     }
 };
 
+// The bytes a copy pass moves for `bytes`: whole 16-byte vectors (its
+// shader's unit), at least one.
+uint64_t copy_bytes(uint64_t bytes) { return std::max<uint64_t>(bytes / 16 * 16, 16); }
+
 // The workgroups copy.comp takes for `bytes` (a multiple of 16): a vector
 // an invocation, within the device's dispatch limit.
 uint32_t copy_groups(const Context& ctx, uint64_t bytes) {
@@ -613,7 +617,7 @@ BackwardInputs drawn_with_gpu_busy(Context& ctx, const Case& c, const Options& o
         return backward_inputs(p, fresh_logits(c, tensor_bytes, o.sigma).values, std::random_device{}(),
                                p.attention.sinks ? &sink : nullptr);
     });
-    const uint64_t bytes = std::max<uint64_t>(std::min(tensor_bytes, ctx.info().max_storage_buffer_range) / 16 * 16, 16);
+    const uint64_t bytes = copy_bytes(std::min(tensor_bytes, ctx.info().max_storage_buffer_range));
     const CopyPass busy(ctx, buffers, bytes, copy_groups(ctx, bytes), Ceiling::copy);
     return wait_with_gpu_busy(ctx, o.iters, busy, drawn);
 }
@@ -750,7 +754,7 @@ Timing time_copy(Context& ctx, uint64_t bytes, uint32_t groups, const Options& o
 }  // namespace
 
 Timing measure_copy(Context& ctx, uint64_t bytes, const Options& o, const Buffers* buffers, Ceiling ceiling) {
-    bytes = std::max<uint64_t>(bytes / 16 * 16, 16);
+    bytes = copy_bytes(bytes);
     return time_copy(ctx, bytes, copy_groups(ctx, bytes), o, buffers, Dependency::memory_barrier, ceiling);
 }
 

@@ -52,6 +52,7 @@
 // faster on an H200. Workgroups of 512 keep the float max: with the keys
 // in the module, run or not, chunks held at 512 x 8 were 5-8% slower
 // (bench/NOTES.md, v67).
+// The plan gives wider workgroups the float modules (kSinglePassKeyMaxWorkgroup).
 #define VKSM_SUBGROUP_MAX_BY_KEY (gl_WorkGroupSize.x <= 256u)
 #endif
 #include "softmax_common.glsl"

@@ -927,7 +927,8 @@ TEST(Plan, NonfiniteFoundBySumWhereTheDriverAllows) {
 
 // A subgroup's max on integer keys: for forward single rows on the
 // single-pass and workgroup-row paths on NVIDIA's driver (plain and
-// log-softmax, every storage type), nowhere else by itself: not batches,
+// log-softmax, every storage type; not 16-bit single-pass chunks of 8
+// slots, nor single-pass workgroups of 512), nowhere else by itself: not batches,
 // the backward pass, attention options, the subgroup-row and split paths,
 // the shared-memory reduction or drivers not measured. The option forces
 // either form on forward single-pass and workgroup-row problems without
@@ -955,8 +956,11 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
                 const std::string row = what(p) + (log ? " log" : "");
                 const Plan plan = plan_geometry(nv, p);
                 ASSERT_EQ(plan.path, Path::single_pass) << row;
-                EXPECT_TRUE(plan.key[0].subgroup_max_by_key) << row << ": " << plan.key[0].id();
-                EXPECT_NE(plan.key[0].id().find("/max-by-key"), std::string::npos) << row << ": " << plan.key[0].id();
+                // 16-bit chunks of 8 slots (1x524288 at 256 x 8) keep float
+                // maxima, measured faster there.
+                const bool keys = dt == Dtype::f32 || plan.key[0].slots <= 4;
+                EXPECT_EQ(plan.key[0].subgroup_max_by_key, keys) << row << ": " << plan.key[0].id();
+                EXPECT_EQ(plan.key[0].id().find("/max-by-key") != std::string::npos, keys) << row << ": " << plan.key[0].id();
                 EXPECT_FALSE(plan_geometry(llvmpipe, p).key[0].subgroup_max_by_key) << row << " on llvmpipe";
                 PlanOptions as_float;
                 as_float.rules.subgroup_max = SubgroupMax::float_max;
@@ -971,6 +975,29 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
                 EXPECT_FALSE(plan_geometry(nv, attention).key[0].subgroup_max_by_key) << row << " causal";
                 EXPECT_FALSE(plan_geometry(shared_memory, p).key[0].subgroup_max_by_key) << row << " shared memory";
             }
+    // 16-bit single rows in chunks of 8 slots: float maxima unless forced;
+    // at 512 invocations (whose key modules would run float maxima) float
+    // either way. fp32 chunks of 8 slots take the keys.
+    PlanOptions forced_keys;
+    forced_keys.rules.subgroup_max = SubgroupMax::integer_keys;
+    struct EightSlotRow {
+        Dtype dtype;
+        uint64_t cols;
+        uint32_t workgroup;
+        bool automatic, forced;
+    };
+    for (const EightSlotRow& c : {EightSlotRow{Dtype::f16, 1048576, 256, false, true},
+                                  EightSlotRow{Dtype::bf16, 1048576, 256, false, true},
+                                  EightSlotRow{Dtype::bf16, 2097152, 512, false, false},
+                                  EightSlotRow{Dtype::f32, 1048576, 256, true, true}}) {
+        const Problem row = rows_of(1, c.cols, c.dtype);
+        const Plan plan = plan_geometry(nv, row);
+        ASSERT_EQ(plan.path, Path::single_pass) << what(row);
+        ASSERT_EQ(plan.key[0].slots, 8u) << what(row) << ": " << plan.key[0].id();
+        ASSERT_EQ(plan.key[0].workgroup_size, c.workgroup) << what(row) << ": " << plan.key[0].id();
+        EXPECT_EQ(plan.key[0].subgroup_max_by_key, c.automatic) << what(row) << ": " << plan.key[0].id();
+        EXPECT_EQ(plan_geometry(nv, row, forced_keys).key[0].subgroup_max_by_key, c.forced) << what(row) << " forced keys";
+    }
     for (const Problem& batch : {rows_of(16, 131072), rows_of(8, 131072, Dtype::f16), rows_of(32, 32768, Dtype::bf16)}) {
         const Plan plan = plan_geometry(nv, batch);
         ASSERT_EQ(plan.path, Path::single_pass) << what(batch);

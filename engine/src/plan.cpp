@@ -597,6 +597,26 @@ void plan_dispatch(const DeviceInfo& d, const Shape& range, Path path, const Geo
                               static_cast<uint32_t>(range.inner), g.chunks, g.chunk, inv_t, {}};
 }
 
+// Whether a module of `key` on `path` would take a subgroup's max on
+// integer keys were it given them: single-pass modules at up to
+// kSinglePassKeyMaxWorkgroup invocations and workgroup-row modules. Past
+// that size a single-pass key module runs float maxima anyway (v67), so
+// such chunks take the float module that batches share (bench/NOTES.md,
+// v101).
+bool takes_keys(Path path, const PipelineKey& key) {
+    if (!key.subgroup) return false;
+    if (path == Path::single_pass) return key.workgroup_size <= kSinglePassKeyMaxWorkgroup;
+    return path == Path::workgroup_row;
+}
+
+// Whether integer keys, where the driver's rule gives them to a single
+// row, were measured faster than float maxima for its module: not in
+// 16-bit single-pass chunks of more than kSinglePassKeyMaxHalfSlots slots
+// (bench/NOTES.md, v101).
+bool keys_pay(const Problem& problem, Path path, const PipelineKey& key) {
+    return path != Path::single_pass || problem.dtype == Dtype::f32 || key.slots <= kSinglePassKeyMaxHalfSlots;
+}
+
 // The pipeline key that every pass shares (each pass then sets its kind):
 // the geometry's fields, the attention options' (a backward problem's
 // sinks'), how non-finite rows and subgroup maxima are found, the row
@@ -621,9 +641,10 @@ PipelineKey plan_key(const DeviceInfo& d, const PlanOptions& options, const Geom
     }
     key.backward = problem.backward;
     key.nonfinite_by_sum = !problem.backward && !key.accurate && nonfinite_rule(d, options.rules.nonfinite).by_sum;
-    key.subgroup_max_by_key = (path == Path::single_pass || path == Path::workgroup_row) && key.subgroup &&
-                              !problem.backward && !key.attention &&
-                              subgroup_max_rule(d, problem.shape.rows(), options.rules.subgroup_max).by_key;
+    const SubgroupMax max_form = options.rules.subgroup_max;
+    key.subgroup_max_by_key = takes_keys(path, key) && !problem.backward && !key.attention &&
+                              subgroup_max_rule(d, problem.shape.rows(), max_form).by_key &&
+                              (max_form == SubgroupMax::integer_keys || keys_pay(problem, path, key));
     plan_row_order(problem, layout, path, options, plan, key);
     // Attention modules never guard: they take T = 1, or their scale as T
     // only where it is 1 or more for log-softmax (the temperature joins the

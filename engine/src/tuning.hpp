@@ -189,6 +189,25 @@ constexpr uint64_t kSplitMaxChunks = 512;     // partials each pass-2 workgroup 
 // moves 2 x N bytes to and from memory.
 constexpr uint32_t kSinglePassWorkgroup = 256;
 constexpr uint32_t kSinglePassHeldSlots = 8;
+// Single-pass modules take a subgroup's max on integer keys only in
+// workgroups of up to this many invocations (VKSM_SUBGROUP_MAX_BY_KEY in
+// softmax_single_pass.comp): chunks held at 512 x 8 were 5-8% slower with
+// the keys in the module, run or not (bench/NOTES.md, v67), so the plan
+// gives wider single-pass workgroups the float modules (takes_keys() in
+// plan.cpp).
+constexpr uint32_t kSinglePassKeyMaxWorkgroup = 256;
+// Where the plan chooses (SubgroupMax::automatic), 16-bit single-pass
+// chunks of more than this many slots keep float maxima (keys_pay() in
+// plan.cpp). H200 (580.159.04), single rows at 256 x 8, keys against
+// float, us: bf16 1x786432 7.04 -> 6.74, 1x1048576 7.21 -> 6.92, f16
+// 1x1048576 6.82 -> 6.59 (and at 512 x 8, which takes the float module
+// either way: bf16 log-softmax 1x2097152 8.69 -> 8.04; one loss, bf16
+// 1x1500000 7.93 -> 8.12). The driver gave those 16-bit key modules 16
+// bytes of local memory and their float modules none; at 256 x 4 the keys
+// were faster (bf16 1x131072 5.00 against 5.31 float), and fp32 chunks of
+// 8 slots too (1x1048576 7.0 against 7.5, the float module there the one
+// with local memory; bench/NOTES.md, v101).
+constexpr uint32_t kSinglePassKeyMaxHalfSlots = 4;
 constexpr uint64_t kSinglePassTargetItems = 1024;  // chunks across all rows
 // Chunks of at least one tile of 4 slots: in a sweep of chunks of 1024,
 // 4096 and 16384 elements (H200, f32), 4096 was fastest on 1 x 32768 to

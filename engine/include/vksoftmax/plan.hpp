@@ -100,10 +100,12 @@ NonfiniteRule nonfinite_rule(const DeviceInfo& device, NonfiniteCheck c = Nonfin
 // subgroup-row module on its 580.159.04 driver, bench/NOTES.md v67);
 // automatic: integer_keys for forward single rows (plain softmax and
 // log-softmax, no attention options) on the drivers where they were
-// measured faster and checked (engine/src/subgroup_max_rule.cpp),
+// measured faster and checked (engine/src/subgroup_max_rule.cpp), but
+// for 16-bit single-pass chunks of 8 slots (measured slower there);
 // float_max elsewhere. integer_keys takes them for every forward
 // single-pass or workgroup-row problem without attention options (tests,
-// conformance); the subgroup-row and split paths keep float_max.
+// conformance); the subgroup-row and split paths, and single-pass
+// workgroups of more than 256 invocations, keep float_max.
 enum class SubgroupMax { automatic, float_max, integer_keys };
 const char* subgroup_max_name(SubgroupMax m);
 
