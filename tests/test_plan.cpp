@@ -976,11 +976,11 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
                 EXPECT_FALSE(plan_geometry(nv, attention).key[0].subgroup_max_by_key) << row << " causal";
                 EXPECT_FALSE(plan_geometry(shared_memory, p).key[0].subgroup_max_by_key) << row << " shared memory";
             }
+    PlanOptions keys;
+    keys.rules.subgroup_max = SubgroupMax::integer_keys;
     // 16-bit single rows in chunks of 8 slots: float maxima unless forced;
     // at 512 invocations (whose key modules would run float maxima) float
     // either way. fp32 chunks of 8 slots take the keys.
-    PlanOptions forced_keys;
-    forced_keys.rules.subgroup_max = SubgroupMax::integer_keys;
     struct EightSlotRow {
         Dtype dtype;
         uint64_t cols;
@@ -997,18 +997,14 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
         ASSERT_EQ(plan.key[0].slots, 8u) << what(row) << ": " << plan.key[0].id();
         ASSERT_EQ(plan.key[0].workgroup_size, c.workgroup) << what(row) << ": " << plan.key[0].id();
         EXPECT_EQ(plan.key[0].subgroup_max_by_key, c.automatic) << what(row) << ": " << plan.key[0].id();
-        EXPECT_EQ(plan_geometry(nv, row, forced_keys).key[0].subgroup_max_by_key, c.forced) << what(row) << " forced keys";
+        EXPECT_EQ(plan_geometry(nv, row, keys).key[0].subgroup_max_by_key, c.forced) << what(row) << " forced keys";
     }
     for (const Problem& batch : {rows_of(16, 131072), rows_of(8, 131072, Dtype::f16), rows_of(32, 32768, Dtype::bf16)}) {
         const Plan plan = plan_geometry(nv, batch);
         ASSERT_EQ(plan.path, Path::single_pass) << what(batch);
         EXPECT_FALSE(plan.key[0].subgroup_max_by_key) << what(batch) << ": " << plan.key[0].id();
-        PlanOptions keys;
-        keys.rules.subgroup_max = SubgroupMax::integer_keys;
         EXPECT_TRUE(plan_geometry(nv, batch, keys).key[0].subgroup_max_by_key) << what(batch) << " forced keys";
     }
-    PlanOptions keys;
-    keys.rules.subgroup_max = SubgroupMax::integer_keys;
     // Single rows a workgroup holds take them too; batches of such rows
     // only when forced.
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
