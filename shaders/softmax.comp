@@ -44,10 +44,24 @@
 // 580.159.04 (8x131072 5.72 -> 6.00 us, 16x100000 6.56 -> 6.85) with the
 // rows' times level (bench/NOTES.md, v74).
 const bool ROW_IN_ONE_EXCHANGE = !SUBGROUP_ROWS;
+// Nor with 16-bit softmax rows not a multiple of 4 long (ODD_ROWS): on
+// NVIDIA 580.159.04 this form gave whole rows of NaN there at 6 slots (f16
+// and bf16: rows of 1279 at 64 x 6, 3001 at 128 x 6, on random logits) and
+// 7 (bf16 1537 at 64 x 7), where log-softmax, which rescales no exps, and
+// fp32 passed (Gpu.OddRowsAtEverySlotCount; bench/NOTES.md, v102). Two
+// exchanges gave the right outputs on those rows, 10-13% slower (bf16
+// 4096x1279 10.2 -> 11.5 us, wrong before), and level at 8 slots (4096x2045
+// 16.0 -> 16.1).
+#ifdef STORAGE_16BIT
+const bool ODD_SOFTMAX_ROW_IN_ONE_EXCHANGE = false;
+#else
+const bool ODD_SOFTMAX_ROW_IN_ONE_EXCHANGE = true;
+#endif
 bool row_one_exchange() {
 #ifdef VKSM_WHOLE_WINDOW_LOADS
     if (whole_window_loads()) return false;
 #endif
+    if (ODD_ROWS && !LOG && !ODD_SOFTMAX_ROW_IN_ONE_EXCHANGE) return false;
     return ROW_IN_ONE_EXCHANGE;
 }
 void write_row_one_exchange(uint r, Span row, uint lanes, uint lane) {

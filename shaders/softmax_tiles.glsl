@@ -408,6 +408,29 @@ void write_slot(Span row, uint tile_begin, uint p, uint lanes, uint lane, uint j
     }
 }
 
+// Forward bf16 ODD_ROWS rows in 4-wide windows unroll their write loop
+// from WRITE_ODD_MIN_SLOTS slots (log-softmax: WRITE_ODD_MIN_SLOTS_LOG).
+// Left to itself, NVIDIA's compiler (580.159.04) kept that loop rolled
+// there, with the rounding's code in it, and the slots went to local
+// memory (16 bytes a slot: 112 at 7 slots, 208 at 13). H200, us, rolled ->
+// unrolled (bench/NOTES.md, v102): log-softmax 4096x777 (a subgroup's 7
+// slots) 12.15 -> 8.24, 4096x1009 13.43 -> 9.09, 1024x8189 (256 x 8) 24.34
+// -> 16.49, 1280x12887 (256 x 13) 49.98 -> 39.38; softmax 1024x6143 (128 x
+// 13) 25.68 -> 13.97, 1280x12887 57.79 -> 36.05. Below those counts
+// softmax kept its slots in registers and was level or up to 5% slower
+// unrolled, and unrolled at 4 slots it gave rows of NaN (64 x 4, rows of
+// 1009; 128 x 4, 2045). fp16 and fp32 modules unroll these loops
+// themselves; the backward modules keep theirs (mixed, -14% to +34%).
+const uint WRITE_ODD_MIN_SLOTS = 9u, WRITE_ODD_MIN_SLOTS_LOG = 7u;
+#if defined(STORAGE_BF16) && !defined(BACKWARD) && !defined(SINGLE_PASS) && !defined(ATTENTION)
+const bool UNROLL_ODD_WRITES = ODD_ROWS && VEC == 4u && SLOTS >= (LOG ? WRITE_ODD_MIN_SLOTS_LOG : WRITE_ODD_MIN_SLOTS);
+#define UNROLL_ODD_WRITE_LOOP [[unroll]]
+#else
+const bool UNROLL_ODD_WRITES = false;
+#define UNROLL_ODD_WRITE_LOOP
+#endif
+bool unroll_odd_writes() { return UNROLL_ODD_WRITES; }
+
 // Writes the tile held in the slots given the row's statistic. With 16-byte
 // fp16 accesses every output is computed (into the slots) before the first
 // store: computing each store's outputs just before it made those rows
@@ -434,6 +457,9 @@ void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bo
                 }
             }
         }
+    } else if (unroll_odd_writes()) {
+        UNROLL_ODD_WRITE_LOOP for (uint j = 0u; j < SLOTS; ++j)
+            write_slot(row, tile_begin, j, lanes, lane, j, s, exps, inv_d, log_d, bad);
     } else {
         for (uint j = 0u; j < SLOTS; ++j) write_slot(row, tile_begin, j, lanes, lane, j, s, exps, inv_d, log_d, bad);
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "gpu_fixture.hpp"
@@ -495,6 +496,47 @@ TEST_F(Gpu, OddHalfRowsInWholeWindows) {
                 EXPECT_TRUE(out.acc.within(b.rel, 0.0))
                     << describe(p, o) << " (" << kOddEnds << "): " << out.acc.describe();
             }
+}
+
+// Rows not a multiple of 4 long held whole by one workgroup of 64, 128 or
+// 256 at 4 to 15 slots, in every storage type, softmax and log-softmax:
+// bf16's forward write loop is unrolled from some slot counts on
+// (softmax_tiles.glsl), 16-bit softmax takes two exchanges where the
+// others take one (softmax.comp), and NVIDIA's compiler (580.159.04) gave
+// whole rows of NaN in some of these geometries (bench/NOTES.md, v102). 9 rows start all over
+// a 16-byte vector, with non-finite elements at their ends (kOddEnds). On
+// a CPU device each type and direction runs one geometry a subgroup size.
+TEST_F(Gpu, OddRowsAtEverySlotCount) {
+    const DeviceInfo& d = ctx().info();
+    const uint32_t kWorkgroups[] = {64, 128, 256};
+    const uint32_t kSlots[] = {4, 5, 6, 7, 8, 9, 11, 13, 15};
+    constexpr uint32_t kGeometries = std::size(kWorkgroups) * std::size(kSlots);
+    uint32_t variant = 0;
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
+        for (bool log : {false, true}) {
+            ++variant;
+            if (dt != Dtype::f32 && !d.storage_16bit) continue;
+            for (uint32_t g = 0; g < kGeometries; ++g) {
+                const uint32_t workgroup = kWorkgroups[g / std::size(kSlots)], slots = kSlots[g % std::size(kSlots)];
+                if (workgroup > d.max_workgroup_invocations || !sweep_runs(variant, g, kGeometries)) continue;
+                PlanOptions o;
+                o.path = Path::workgroup_row;
+                o.workgroup_size = workgroup;
+                o.slots = slots;
+                const uint64_t cols = 4ull * workgroup * slots - 3;  // the last vector's last 3 elements missing
+                const Problem p = rows_of(9, cols, dt, log);
+                const Plan plan = make_plan(ctx(), p, o);
+                ASSERT_TRUE(plan.key[0].kind == ShaderKind::row_in_registers && plan.key[0].odd_rows &&
+                            plan.key[0].vec == 4 && plan.key[0].slots == slots)
+                    << describe(p, o) << ": " << describe_geometry(plan)
+                    << " (the case needs odd rows held in registers at vec 4 and " << slots << " slots)";
+                Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, cols), o);
+                const Bound b = accuracy_bound(p.dtype, p.log);
+                const std::string what = describe(p, o) + " (" + describe_geometry(plan) + "; " + kOddEnds + ")";
+                EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << what << ": " << out.acc.describe();
+                EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << what << ": " << out.acc.describe();
+            }
+        }
 }
 
 namespace {
