@@ -44,16 +44,17 @@
 // 580.159.04 (8x131072 5.72 -> 6.00 us, 16x100000 6.56 -> 6.85) with the
 // rows' times level (bench/NOTES.md, v74).
 const bool ROW_IN_ONE_EXCHANGE = !SUBGROUP_ROWS;
-// Nor with 16-bit softmax rows not a multiple of 4 long (ODD_ROWS): on
-// NVIDIA 580.159.04 this form gave whole rows of NaN there at 6 slots (f16
-// and bf16: rows of 1279 at 64 x 6, 3001 at 128 x 6, on random logits) and
-// 7 (bf16 1537 at 64 x 7), where log-softmax, which rescales no exps, and
-// fp32 passed (Gpu.OddRowsAtEverySlotCount; bench/NOTES.md, v102). Two
-// exchanges gave the right outputs on those rows, 10-13% slower (bf16
-// 4096x1279 10.2 -> 11.5 us, wrong before), and level at 8 slots (4096x2045
-// 16.0 -> 16.1).
+// Nor with 16-bit softmax rows not a multiple of 4 long (ODD_ROWS) at 6
+// and 7 slots: on NVIDIA 580.159.04 this form gave whole rows of NaN there
+// (f16 and bf16: rows of 1279 at 64 x 6, 3001 at 128 x 6, on random
+// logits; bf16 1537 at 64 x 7), where log-softmax, which rescales no exps,
+// and fp32 passed, and so did every other slot count from 4 to 15
+// (Gpu.OddRowsAtEverySlotCount; bench/NOTES.md, v102-v103). Two exchanges
+// gave the right outputs there, at 10-16% more time (bf16 4096x1279 10.2
+// -> 11.4 us, wrong before); at 5 slots, where this form was right, they
+// cost as much (f16 1024x2557 5.74 -> 6.46), and were level from 8 on.
 #ifdef STORAGE_16BIT
-const bool ODD_SOFTMAX_ROW_IN_ONE_EXCHANGE = false;
+const bool ODD_SOFTMAX_ROW_IN_ONE_EXCHANGE = SLOTS != 6u && SLOTS != 7u;
 #else
 const bool ODD_SOFTMAX_ROW_IN_ONE_EXCHANGE = true;
 #endif

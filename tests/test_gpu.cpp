@@ -56,7 +56,8 @@ void grid(std::initializer_list<uint64_t> cols) {
 
 // 36 and 1004 are multiples of 4 but not of 8: fp16 takes 8-byte accesses.
 // 1500, 2045 (a window of 2048) and 2048 take workgroups of two subgroups
-// where the subgroup is 32 (kNarrowRowSubgroups).
+// where the subgroup is 32 (kNarrowRowSubgroups), but 16-bit rows of 2045,
+// four (kOddHalfRowNarrowSlots).
 TEST_F(Gpu, GridShortRows) { grid({1, 2, 3, 7, 31, 32, 33, 36, 127, 128, 129}); }
 TEST_F(Gpu, GridMediumRows) { grid({1000, 1004, 1500, 2045, 2048, 4096, 4097}); }
 TEST_F(Gpu, GridLongRows) { grid({65537, 1u << 20}); }
@@ -501,8 +502,8 @@ TEST_F(Gpu, OddHalfRowsInWholeWindows) {
 // Rows not a multiple of 4 long held whole by one workgroup of 64, 128 or
 // 256 at 4 to 15 slots, in every storage type, softmax and log-softmax:
 // bf16's forward write loop is unrolled from some slot counts on
-// (softmax_tiles.glsl), 16-bit softmax takes two exchanges where the
-// others take one (softmax.comp), and NVIDIA's compiler (580.159.04) gave
+// (softmax_tiles.glsl), 16-bit softmax takes two exchanges at 6 and 7
+// slots where the others take one (softmax.comp), and NVIDIA's compiler (580.159.04) gave
 // whole rows of NaN in some of these geometries (bench/NOTES.md, v102).
 // 9 rows start all over a 16-byte vector, with non-finite elements at
 // their ends (kOddEnds). On a CPU device each type and direction runs one
@@ -511,7 +512,7 @@ TEST_F(Gpu, OddRowsAtEverySlotCount) {
     const DeviceInfo& d = ctx().info();
     const uint32_t max_workgroup = std::min(d.max_workgroup_invocations, d.max_workgroup_size_x);
     const uint32_t kWorkgroups[] = {64, 128, 256};
-    const uint32_t kSlots[] = {4, 5, 6, 7, 8, 9, 11, 13, 15};
+    const uint32_t kSlots[] = {4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     constexpr uint32_t kGeometries = std::size(kWorkgroups) * std::size(kSlots);
     uint32_t variant = 0;
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})

@@ -304,6 +304,24 @@ TEST(Plan, WorkgroupRows) {
         EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
         EXPECT_EQ(plan.key[0].slots, c.slots) << which;
     }
+    // 16-bit forward rows not a multiple of 4 long keep two subgroups up to
+    // 7 slots (1789, a window of 1792, at 64 x 7) and take four where two
+    // would hold them at 8 (2045, a window of 2048, at 128 x 4;
+    // kOddHalfRowNarrowSlots); fp32 rows of 2045 keep 64 x 8.
+    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
+        for (bool log : {false, true}) {
+            const bool half = dt != Dtype::f32;
+            struct OddCase { uint64_t cols; uint32_t workgroup, slots; };
+            for (const OddCase& c : {OddCase{1789, 64, 7}, OddCase{2045, half ? 128u : 64u, half ? 4u : 8u}}) {
+                Problem p = rows_of(4096, c.cols, dt);
+                p.log = log;
+                const Plan plan = plan_geometry(d, p);
+                const std::string which = what(p) + (log ? " log-softmax: " : ": ") + plan.key[0].id();
+                EXPECT_TRUE(plan.key[0].odd_rows) << which;
+                EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
+                EXPECT_EQ(plan.key[0].slots, c.slots) << which;
+            }
+        }
     const Plan odd = plan_geometry(d, rows_of(4096, 1500));
     EXPECT_EQ(odd.key[0].workgroup_size, 64u) << "f32 4096x1500";
     EXPECT_EQ(odd.key[0].slots, 6u) << "f32 4096x1500";

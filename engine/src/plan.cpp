@@ -206,17 +206,27 @@ uint32_t whole_row_most_slots(const Problem& problem, const Limits& l) {
     return vector_odd_rows(problem, Path::workgroup_row, l) ? kOddRowMaxSlots : kMaxSlots;
 }
 
+// Forward 16-bit rows without attention options read in vector windows
+// with heads and tails (ODD_ROWS): at 8 slots on a workgroup row they load
+// whole windows (softmax_tiles.glsl, WHOLE_WINDOW_LOADS).
+bool odd_half_row(const Problem& problem, const Limits& l) {
+    return !problem.backward && dtype_size(problem.dtype) == 2 && !problem.attention.any() &&
+           vector_odd_rows(problem, Path::workgroup_row, l);
+}
+
 // The workgroup that holds a row whole on the workgroup-row path at up to
 // `most` slots an invocation: the narrowest of at least kMinRowSubgroups
-// subgroups (kNarrowRowSubgroups for forward rows of up to kNarrowRowSlots
-// slots at that width, but masked bf16 ones) whose `most` slots hold the
-// row's window.
+// subgroups whose `most` slots hold the row's window, or kNarrowRowSubgroups
+// for forward rows that those hold at up to kNarrowRowSlots slots, but
+// masked bf16 rows and 16-bit odd rows that would take all kNarrowRowSlots
+// (kOddHalfRowNarrowSlots).
 uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t most) {
     const uint64_t window = row_window(problem, Path::workgroup_row, l);
     uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
     const uint32_t narrow = kNarrowRowSubgroups * l.subgroup_size;
+    const uint32_t narrow_slots = odd_half_row(problem, l) ? kOddHalfRowNarrowSlots : kNarrowRowSlots;
     if (!problem.backward && !masked_bf16_row(problem) && narrow >= l.min_workgroup && narrow < wg &&
-        window <= 4ull * kNarrowRowSlots * narrow)
+        window <= 4ull * narrow_slots * narrow)
         wg = narrow;
     while (wg < l.max_workgroup && 4ull * most * wg < window) wg *= 2;
     return wg;

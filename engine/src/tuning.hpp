@@ -25,6 +25,17 @@ constexpr uint32_t kMinRowSubgroups = 4;           // subgroups on a workgroup r
 // backward pass does not (f16 186.7 against 186.1) and keeps four.
 constexpr uint32_t kNarrowRowSubgroups = 2;
 constexpr uint32_t kNarrowRowSlots = 8;
+// 16-bit forward rows not a multiple of 4 long (ODD_ROWS) keep the narrow
+// workgroup only up to 7 slots: at 8 they load whole windows, which there
+// made them slower than four subgroups at 4 slots. H200 (580.159.04), us,
+// 64 x 8 -> 128 x 4 (bench/NOTES.md, v103): f16 4096x2045 15.2 -> 11.9,
+// 1024x2045 6.37 -> 5.24, 8192x1999 28.9 -> 24.9; bf16 4096x1801 16.3 ->
+// 12.6; log-softmax f16 4096x2045 16.3 -> 13.5, bf16 16x2045 5.54 -> 3.96.
+// At 5-7 slots four subgroups were slower, or faster in softmax and slower
+// in log-softmax (64 x 5 -> 128 x 3: f16 4096x1025 8.79 -> 10.14; 64 x 6:
+// f16 4096x1279 10.77 -> 10.01, log 10.66 -> 11.33; 64 x 7: f16 4096x1789
+// 11.77 -> 11.57, log 12.02 -> 13.30).
+constexpr uint32_t kOddHalfRowNarrowSlots = kNarrowRowSlots - 1;
 // Masked bf16 attention rows of up to kMaskedBf16RowMax elements: at least
 // kMinRowSubgroups subgroups (never two) at up to 8 slots. Since the forms
 // above were measured, the attention modules changed (the tiles' loads
