@@ -52,7 +52,8 @@ const bool ROW_IN_ONE_EXCHANGE = !SUBGROUP_ROWS;
 // (Gpu.OddRowsAtEverySlotCount; bench/NOTES.md, v102-v103). Two exchanges
 // gave the right outputs there, at 10-16% more time (bf16 4096x1279 10.2
 // -> 11.4 us, wrong before); at 5 slots, where this form was right, they
-// cost as much (f16 1024x2557 5.74 -> 6.46), and were level from 8 on.
+// cost as much (f16 1024x2557 5.74 -> 6.46). From 8 slots on, whole-window
+// loads take two exchanges anyway.
 #ifdef STORAGE_16BIT
 const bool ODD_SOFTMAX_ROW_IN_ONE_EXCHANGE = SLOTS != 6u && SLOTS != 7u;
 #else
