@@ -503,11 +503,11 @@ TEST_F(Gpu, OddHalfRowsInWholeWindows) {
 // 256 at 4 to 15 slots, in every storage type, softmax and log-softmax:
 // bf16's forward write loop is unrolled from some slot counts on
 // (softmax_tiles.glsl), 16-bit softmax takes two exchanges at 6 and 7
-// slots where the others take one (softmax.comp), and NVIDIA's compiler (580.159.04) gave
-// whole rows of NaN in some of these geometries (bench/NOTES.md, v102).
-// 9 rows start all over a 16-byte vector, with non-finite elements at
-// their ends (kOddEnds). On a CPU device each type and direction runs one
-// geometry a subgroup size.
+// slots where the others take one (softmax.comp), and NVIDIA's compiler
+// (580.159.04) gave whole rows of NaN in some of these geometries
+// (bench/NOTES.md, v102). 9 rows start all over a 16-byte vector, with
+// non-finite elements at their ends (kOddEnds). On a CPU device each type
+// and direction runs one geometry a subgroup size.
 TEST_F(Gpu, OddRowsAtEverySlotCount) {
     const DeviceInfo& d = ctx().info();
     const uint32_t max_workgroup = std::min(d.max_workgroup_invocations, d.max_workgroup_size_x);
