@@ -275,6 +275,35 @@ TEST(Plan, WorkgroupRows) {
     EXPECT_EQ(strided_plan.key[0].workgroup_size, 1024u) << strided_rows;
     EXPECT_EQ(strided_plan.key[0].slots, 4u) << strided_rows;
 
+    // Batches too small to fill the device with two-subgroup workgroups
+    // (counted multiprocessors, 132): 16-bit rows and rows not a multiple of
+    // 4 long that two subgroups would hold at 5-8 slots take 256 x 2 up to
+    // two waves (kFewRowsMaxWaves); those not a multiple of 4 long at 6-8
+    // slots take four subgroups up to 8 waves (kOddRowsWideMaxWaves; 16-bit
+    // log-softmax past 6 slots up to 4, kOddHalfLogRowsWideMaxWaves); fp32
+    // rows a multiple of 4 long, and every row on a device that does not
+    // count its multiprocessors, keep the rules of larger batches.
+    struct FewRowsCase { Dtype dtype; bool log; uint64_t rows, cols; bool counted; uint32_t workgroup, slots; };
+    for (const FewRowsCase& c :
+         {FewRowsCase{Dtype::f16, false, 16, 1279, true, 256, 2}, {Dtype::bf16, true, 264, 1025, true, 256, 2},
+          {Dtype::f32, false, 264, 2045, true, 256, 2}, {Dtype::bf16, false, 264, 2048, true, 256, 2},
+          {Dtype::f16, false, 265, 2048, true, 64, 8}, {Dtype::f32, false, 16, 2048, true, 64, 8},
+          {Dtype::f16, false, 1024, 1279, true, 128, 3}, {Dtype::f32, true, 1024, 2045, true, 128, 4},
+          {Dtype::f16, false, 1024, 1025, true, 64, 5}, {Dtype::f16, false, 1057, 1789, true, 64, 7},
+          {Dtype::bf16, false, 4096, 2045, true, 128, 4}, {Dtype::f16, false, 16, 1279, false, 64, 6},
+          {Dtype::f16, true, 528, 1789, true, 128, 4}, {Dtype::bf16, true, 1024, 1789, true, 64, 7},
+          {Dtype::f16, true, 1024, 1279, true, 128, 3}}) {
+        Problem p = rows_of(c.rows, c.cols, c.dtype);
+        p.log = c.log;
+        const Plan plan = plan_geometry(c.counted ? counted : d, p);
+        const std::string which = what(p) + (c.log ? " log-softmax" : "") +
+                                  (c.counted ? " on 132 multiprocessors: " : " with no multiprocessor count: ") +
+                                  plan.key[0].id();
+        EXPECT_EQ(plan.key[0].kind, ShaderKind::row_in_registers) << which;
+        EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
+        EXPECT_EQ(plan.key[0].slots, c.slots) << which;
+    }
+
     // Rows that two subgroups hold at 8 slots take two (kNarrowRowSubgroups):
     // 2048 at 64 x 8, 1500 at 64 x 6; 4096 stays at four, 128 x 8; the
     // backward pass keeps four.

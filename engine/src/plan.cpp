@@ -138,6 +138,12 @@ bool vector_odd_rows(const Problem& problem, Path path, const Limits& l) {
     return !chunked(path) || dtype_size(problem.dtype) == 2;
 }
 
+// The waves of the device's multiprocessors that the problem's rows make,
+// a workgroup each: 0 where it counts none.
+double row_waves(const Problem& problem, const Limits& l) {
+    return l.multiprocessors == 0 ? 0.0 : static_cast<double>(problem.shape.rows()) / l.multiprocessors;
+}
+
 }  // namespace
 
 // Elements per access on `path`: 16-byte vectors where rows are contiguous
@@ -206,12 +212,44 @@ uint32_t whole_row_most_slots(const Problem& problem, const Limits& l) {
     return vector_odd_rows(problem, Path::workgroup_row, l) ? kOddRowMaxSlots : kMaxSlots;
 }
 
-// Forward 16-bit rows without attention options read in vector windows
-// with heads and tails (ODD_ROWS): at 8 slots on a workgroup row they load
-// whole windows (softmax_tiles.glsl, WHOLE_WINDOW_LOADS).
+// Plain forward 16-bit softmax: forward fp16 or bf16 rows without
+// attention options, the rows whose workgroup-row geometry the rules below
+// tune apart from the others.
+bool plain_half_forward(const Problem& problem) {
+    return !problem.backward && dtype_size(problem.dtype) == 2 && !problem.attention.any();
+}
+
+// Plain forward 16-bit rows read in vector windows with heads and tails
+// (ODD_ROWS): at 8 slots on a workgroup row they load whole windows
+// (softmax_tiles.glsl, WHOLE_WINDOW_LOADS).
 bool odd_half_row(const Problem& problem, const Limits& l) {
-    return !problem.backward && dtype_size(problem.dtype) == 2 && !problem.attention.any() &&
-           vector_odd_rows(problem, Path::workgroup_row, l);
+    return plain_half_forward(problem) && vector_odd_rows(problem, Path::workgroup_row, l);
+}
+
+// The workgroup for forward rows without attention options that two
+// subgroups would hold at more than half kNarrowRowSlots, in batches too
+// small to fill the device with such workgroups: kFewRowsSubgroups
+// subgroups up to kFewRowsMaxWaves waves for 16-bit and ODD_ROWS rows, and
+// kMinRowSubgroups up to kOddRowsWideMaxWaves for ODD_ROWS rows that two
+// would hold at kOddRowsWideMinSlots or more (16-bit log-softmax past 6
+// slots: up to kOddHalfLogRowsWideMaxWaves); 0 where neither applies.
+uint32_t few_rows_workgroup(const Problem& problem, const Limits& l, uint64_t window) {
+    const uint32_t narrow = kNarrowRowSubgroups * l.subgroup_size;
+    const bool held_by_two = window > 2ull * kNarrowRowSlots * narrow && window <= 4ull * kNarrowRowSlots * narrow;
+    if (problem.backward || problem.attention.any() || l.multiprocessors == 0 || !held_by_two) return 0;
+    const bool odd = vector_odd_rows(problem, Path::workgroup_row, l);
+    const double waves = row_waves(problem, l);
+    const uint32_t few = kFewRowsSubgroups * l.subgroup_size;
+    if ((odd || dtype_size(problem.dtype) == 2) && waves <= kFewRowsMaxWaves && few >= l.min_workgroup &&
+        few <= l.max_workgroup)
+        return few;
+    const uint32_t wide = kMinRowSubgroups * l.subgroup_size;
+    const bool half_log_past_six = problem.log && dtype_size(problem.dtype) == 2 && window > 4ull * 6 * narrow;
+    const double wide_waves = half_log_past_six ? kOddHalfLogRowsWideMaxWaves : kOddRowsWideMaxWaves;
+    if (odd && waves <= wide_waves && window > 4ull * (kOddRowsWideMinSlots - 1) * narrow &&
+        wide >= l.min_workgroup && wide <= l.max_workgroup)
+        return wide;
+    return 0;
 }
 
 // The workgroup that holds a row whole on the workgroup-row path at up to
@@ -219,14 +257,18 @@ bool odd_half_row(const Problem& problem, const Limits& l) {
 // subgroups whose `most` slots hold the row's window, or kNarrowRowSubgroups
 // for forward rows that those hold at up to kNarrowRowSlots slots, but
 // masked bf16 rows and 16-bit odd rows that would take all kNarrowRowSlots
-// (kOddHalfRowNarrowSlots).
+// (kOddHalfRowNarrowSlots), or few_rows_workgroup()'s for batches too
+// small to fill the device.
 uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t most) {
     const uint64_t window = row_window(problem, Path::workgroup_row, l);
     uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
     const uint32_t narrow = kNarrowRowSubgroups * l.subgroup_size;
     const uint32_t narrow_slots = odd_half_row(problem, l) ? kOddHalfRowNarrowSlots : kNarrowRowSlots;
-    if (!problem.backward && !masked_bf16_row(problem) && narrow >= l.min_workgroup && narrow < wg &&
-        window <= 4ull * narrow_slots * narrow)
+    const uint32_t few = few_rows_workgroup(problem, l, window);
+    if (few != 0)
+        wg = few;
+    else if (!problem.backward && !masked_bf16_row(problem) && narrow >= l.min_workgroup && narrow < wg &&
+             window <= 4ull * narrow_slots * narrow)
         wg = narrow;
     while (wg < l.max_workgroup && 4ull * most * wg < window) wg *= 2;
     return wg;
@@ -347,12 +389,6 @@ Geometry plan_subgroup_rows(const DeviceInfo& d, const Problem& problem, const L
     return g;
 }
 
-// The waves of the device's multiprocessors that the problem's rows make,
-// a workgroup each: 0 where it counts none.
-double row_waves(const Problem& problem, const Limits& l) {
-    return l.multiprocessors == 0 ? 0.0 : static_cast<double>(problem.shape.rows()) / l.multiprocessors;
-}
-
 // Whether the backward pass holds long rows whole once they make more
 // than one wave rather than kBackwardWholeRowWaves: contiguous bf16 rows,
 // and fp32 rows a multiple of 4 long (at 1024 x 8 they read dy again).
@@ -368,20 +404,20 @@ bool backward_whole_past_one_wave(const Problem& problem) {
 // that make at most one wave of the device's multiprocessors
 // (kHeldHalfRowMaxWaves).
 bool half_row_held_at_max_workgroup(const Problem& problem, const Limits& l) {
-    return !problem.backward && !problem.attention.any() && dtype_size(problem.dtype) == 2 &&
-           problem.shape.inner == 1 && problem.shape.axis % 4 == 0 && l.multiprocessors > 0 &&
-           row_waves(problem, l) <= kHeldHalfRowMaxWaves &&
+    return plain_half_forward(problem) && problem.shape.inner == 1 && problem.shape.axis % 4 == 0 &&
+           l.multiprocessors > 0 && row_waves(problem, l) <= kHeldHalfRowMaxWaves &&
            row_window(problem, Path::workgroup_row, l) > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup &&
            workgroup_holds_row(problem, l);
 }
 
 // Whether rows past kHalfRowSlotsAtMaxWorkgroup per invocation of the
 // largest workgroup are read in tiles rather than held whole: forward
-// fp16 and bf16 rows but those half_row_held_at_max_workgroup() holds; the
-// backward pass's unless they make more than one wave
-// (backward_whole_past_one_wave()) or kBackwardWholeRowWaves waves.
-bool tiles_at_max_workgroup(const Problem& problem, const Limits& l) {
-    if (!problem.backward) return dtype_size(problem.dtype) == 2 && !half_row_held_at_max_workgroup(problem, l);
+// fp16 and bf16 rows but those held there (`half_held`:
+// half_row_held_at_max_workgroup()); the backward pass's unless they make
+// more than one wave (backward_whole_past_one_wave()) or
+// kBackwardWholeRowWaves waves.
+bool tiles_at_max_workgroup(const Problem& problem, const Limits& l, bool half_held) {
+    if (!problem.backward) return dtype_size(problem.dtype) == 2 && !half_held;
     const double waves = row_waves(problem, l);
     return backward_whole_past_one_wave(problem) ? waves <= 1.0 : waves < kBackwardWholeRowWaves;
 }
@@ -405,7 +441,8 @@ Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
     g.required_subgroup_size = l.required_subgroup_size;
     g.items = problem.shape.rows();
     const uint64_t axis = row_window(problem, Path::workgroup_row, l);
-    const bool tiles_at_max = tiles_at_max_workgroup(problem, l);
+    const bool half_held = half_row_held_at_max_workgroup(problem, l);
+    const bool tiles_at_max = tiles_at_max_workgroup(problem, l, half_held);
     if (tiles_at_max && axis > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup) {
         // Tiles shorter than the row: ShaderKind::row_in_tiles.
         const bool half_workgroup = tiles_at_half_workgroup(problem, l);
@@ -413,8 +450,7 @@ Geometry plan_workgroup_row(const Problem& problem, const Limits& l) {
         g.slots = half_workgroup ? kHalfRowTileSlots : kHalfRowSlotsAtMaxWorkgroup;
         return g;
     }
-    const uint32_t most =
-        half_row_held_at_max_workgroup(problem, l) ? kRowSlotsAtMaxWorkgroup : whole_row_most_slots(problem, l);
+    const uint32_t most = half_held ? kRowSlotsAtMaxWorkgroup : whole_row_most_slots(problem, l);
     g.workgroup_size = whole_row_workgroup(problem, l, most);
     g.slots = slots_holding_row(problem, Path::workgroup_row, l, g.workgroup_size, most);
     return g;
