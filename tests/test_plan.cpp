@@ -282,8 +282,16 @@ TEST(Plan, WorkgroupRows) {
     // slots take four subgroups up to 8 waves (kOddRowsWideMaxWaves; 16-bit
     // log-softmax past 6 slots up to 4, kOddHalfLogRowsWideMaxWaves); fp32
     // rows a multiple of 4 long, and every row on a device that does not
-    // count its multiprocessors, keep the rules of larger batches.
-    struct FewRowsCase { Dtype dtype; bool log; uint64_t rows, cols; bool counted; uint32_t workgroup, slots; };
+    // count its multiprocessors, and strided rows (16 rows of 2048, inner 4;
+    // not measured), keep the rules of larger batches.
+    struct FewRowsCase {
+        Dtype dtype;
+        bool log;
+        uint64_t rows, cols;
+        bool counted;
+        uint32_t workgroup, slots;
+        uint64_t inner = 1;
+    };
     for (const FewRowsCase& c :
          {FewRowsCase{Dtype::f16, false, 16, 1279, true, 256, 2}, {Dtype::bf16, true, 264, 1025, true, 256, 2},
           {Dtype::f32, false, 264, 2045, true, 256, 2}, {Dtype::bf16, false, 264, 2048, true, 256, 2},
@@ -292,9 +300,11 @@ TEST(Plan, WorkgroupRows) {
           {Dtype::f16, false, 1024, 1025, true, 64, 5}, {Dtype::f16, false, 1057, 1789, true, 64, 7},
           {Dtype::bf16, false, 4096, 2045, true, 128, 4}, {Dtype::f16, false, 16, 1279, false, 64, 6},
           {Dtype::f16, true, 528, 1789, true, 128, 4}, {Dtype::bf16, true, 1024, 1789, true, 64, 7},
-          {Dtype::f16, true, 1024, 1279, true, 128, 3}}) {
+          {Dtype::f16, true, 1024, 1279, true, 128, 3}, {Dtype::f16, false, 16, 2048, true, 64, 8, 4}}) {
         Problem p = rows_of(c.rows, c.cols, c.dtype);
         p.log = c.log;
+        p.shape.outer = c.rows / c.inner;
+        p.shape.inner = c.inner;
         const Plan plan = plan_geometry(c.counted ? counted : d, p);
         const std::string which = what(p) + (c.log ? " log-softmax" : "") +
                                   (c.counted ? " on 132 multiprocessors: " : " with no multiprocessor count: ") +

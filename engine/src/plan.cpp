@@ -226,8 +226,8 @@ bool odd_half_row(const Problem& problem, const Limits& l) {
     return plain_half_forward(problem) && vector_odd_rows(problem, Path::workgroup_row, l);
 }
 
-// The workgroup for forward rows without attention options that two
-// subgroups would hold at more than half kNarrowRowSlots, in batches too
+// The workgroup for contiguous forward rows without attention options that
+// two subgroups would hold at more than half kNarrowRowSlots, in batches too
 // small to fill the device with such workgroups: kFewRowsSubgroups
 // subgroups up to kFewRowsMaxWaves waves for 16-bit and ODD_ROWS rows, and
 // kMinRowSubgroups up to kOddRowsWideMaxWaves for ODD_ROWS rows that two
@@ -236,7 +236,9 @@ bool odd_half_row(const Problem& problem, const Limits& l) {
 uint32_t few_rows_workgroup(const Problem& problem, const Limits& l, uint64_t window) {
     const uint32_t narrow = kNarrowRowSubgroups * l.subgroup_size;
     const bool held_by_two = window > 2ull * kNarrowRowSlots * narrow && window <= 4ull * kNarrowRowSlots * narrow;
-    if (problem.backward || problem.attention.any() || l.multiprocessors == 0 || !held_by_two) return 0;
+    if (problem.backward || problem.attention.any() || problem.shape.inner != 1 || l.multiprocessors == 0 ||
+        !held_by_two)
+        return 0;
     const bool odd = vector_odd_rows(problem, Path::workgroup_row, l);
     const double waves = row_waves(problem, l);
     const uint32_t few = kFewRowsSubgroups * l.subgroup_size;

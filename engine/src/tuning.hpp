@@ -36,20 +36,20 @@ constexpr uint32_t kNarrowRowSlots = 8;
 // f16 4096x1279 10.77 -> 10.01, log 10.66 -> 11.33; 64 x 7: f16 4096x1789
 // 11.77 -> 11.57, log 12.02 -> 13.30).
 constexpr uint32_t kOddHalfRowNarrowSlots = kNarrowRowSlots - 1;
-// Batches too small to fill the device with narrow workgroups: forward
-// rows without attention options that two subgroups would hold at 5-8
-// slots, 16-bit ones and rows not a multiple of 4 long (ODD_ROWS), take
+// Batches too small to fill the device with narrow workgroups: contiguous
+// forward rows without attention options that two subgroups would hold at
+// 5-8 slots, 16-bit ones and rows not a multiple of 4 long (ODD_ROWS), take
 // kFewRowsSubgroups subgroups at 2 slots in batches of at most
 // kFewRowsMaxWaves waves of the multiprocessors: more lanes load and
 // exponentiate each row, whose latency the few rows in flight leave
 // exposed. H200 (580.159.04), us, planned -> 256 x 2, 16 / 132 / 264 rows
 // (bench/NOTES.md, v104): f16 x1279 (64 x 6) 4.76 / 4.84 / 4.86 -> 3.43 /
 // 3.47 / 3.74; f16 x2045 (128 x 4) 3.95 / 4.02 / 4.05 -> 3.53 / 3.53 /
-// 3.77; f16 x1536 3.34 / 3.29 / 3.42 -> 3.10 / 3.16 / 3.39; f32 x2045 (64
-// x 8) 4.21 / 4.22 / 4.33 -> 3.43 / 3.59 / 3.88. From 528 rows on 256 x 2
-// was slower on some (f16 528x2048 3.90 -> 4.14, 2048x1280 4.88 -> 7.13);
-// fp32 rows a multiple of 4 long were level or slower at any count (f32
-// 264x1280 3.44 -> 3.52).
+// 3.77; f16 x1536 3.34 / 3.29 / 3.42 -> 3.10 / 3.16 / 3.39; f32 x2045 (64 x
+// 8) 4.21 / 4.22 / 4.33 -> 3.43 / 3.59 / 3.88. From 528 rows on 256 x 2 was
+// slower on some (f16 528x2048 3.90 -> 4.14, 2048x1280 4.88 -> 7.13); fp32
+// rows a multiple of 4 long were level or slower at any count (f32 264x1280
+// 3.44 -> 3.52). Strided rows, read element by element, were not measured.
 constexpr double kFewRowsMaxWaves = 2.0;
 constexpr uint32_t kFewRowsSubgroups = 8;
 // ODD_ROWS rows that two subgroups would hold at kOddRowsWideMinSlots to 8
