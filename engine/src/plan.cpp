@@ -231,25 +231,26 @@ bool odd_half_row(const Problem& problem, const Limits& l) {
 // small to fill the device with such workgroups: kFewRowsSubgroups
 // subgroups up to kFewRowsMaxWaves waves for 16-bit and ODD_ROWS rows, and
 // kMinRowSubgroups up to kOddRowsWideMaxWaves for ODD_ROWS rows that two
-// would hold at kOddRowsWideMinSlots or more (16-bit log-softmax past 6
-// slots: up to kOddHalfLogRowsWideMaxWaves); 0 where neither applies.
+// would hold at kOddRowsWideMinSlots or more (16-bit log-softmax past
+// kOddRowsWideMinSlots: up to kOddHalfLogRowsWideMaxWaves); 0 where
+// neither applies.
 uint32_t few_rows_workgroup(const Problem& problem, const Limits& l, uint64_t window) {
-    const uint32_t narrow = kNarrowRowSubgroups * l.subgroup_size;
-    const bool held_by_two = window > 2ull * kNarrowRowSlots * narrow && window <= 4ull * kNarrowRowSlots * narrow;
+    // The vec4 slots an invocation of kNarrowRowSubgroups subgroups would take.
+    const uint64_t slots_of_two = div_up(window, 4ull * kNarrowRowSubgroups * l.subgroup_size);
+    const bool held_by_two = slots_of_two > kNarrowRowSlots / 2 && slots_of_two <= kNarrowRowSlots;
     if (problem.backward || problem.attention.any() || problem.shape.inner != 1 || l.multiprocessors == 0 ||
         !held_by_two)
         return 0;
     const bool odd = vector_odd_rows(problem, Path::workgroup_row, l);
+    const bool half = dtype_size(problem.dtype) == 2;
     const double waves = row_waves(problem, l);
     const uint32_t few = kFewRowsSubgroups * l.subgroup_size;
-    if ((odd || dtype_size(problem.dtype) == 2) && waves <= kFewRowsMaxWaves && few >= l.min_workgroup &&
-        few <= l.max_workgroup)
-        return few;
+    if ((odd || half) && waves <= kFewRowsMaxWaves && few >= l.min_workgroup && few <= l.max_workgroup) return few;
     const uint32_t wide = kMinRowSubgroups * l.subgroup_size;
-    const bool half_log_past_six = problem.log && dtype_size(problem.dtype) == 2 && window > 4ull * 6 * narrow;
-    const double wide_waves = half_log_past_six ? kOddHalfLogRowsWideMaxWaves : kOddRowsWideMaxWaves;
-    if (odd && waves <= wide_waves && window > 4ull * (kOddRowsWideMinSlots - 1) * narrow &&
-        wide >= l.min_workgroup && wide <= l.max_workgroup)
+    const bool half_log_past_min = half && problem.log && slots_of_two > kOddRowsWideMinSlots;
+    const double wide_waves = half_log_past_min ? kOddHalfLogRowsWideMaxWaves : kOddRowsWideMaxWaves;
+    if (odd && waves <= wide_waves && slots_of_two >= kOddRowsWideMinSlots && wide >= l.min_workgroup &&
+        wide <= l.max_workgroup)
         return wide;
     return 0;
 }

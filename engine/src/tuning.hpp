@@ -63,10 +63,11 @@ constexpr uint32_t kFewRowsSubgroups = 8;
 // 10.8 -> 11.4).
 constexpr double kOddRowsWideMaxWaves = 8.0;
 constexpr uint32_t kOddRowsWideMinSlots = 6;
-// ... but 16-bit log-softmax rows past 6 slots, up to half as many waves:
-// 1024 rows (7.8 waves) were 1-3% slower at 128 x 4 (log bf16 1024x1789
-// 5.85 -> 6.05 us, f16 5.46 -> 5.58, f16 1024x1537 5.56 -> 5.67), 528 rows
-// 3-7% faster (f16 528x1789 4.68 -> 4.35; bench/NOTES.md, v104).
+// ... but 16-bit log-softmax rows past kOddRowsWideMinSlots, up to half as
+// many waves: 1024 rows (7.8 waves) were 1-3% slower at 128 x 4 (log bf16
+// 1024x1789 5.85 -> 6.05 us, f16 5.46 -> 5.58, f16 1024x1537 5.56 ->
+// 5.67), 528 rows 3-7% faster (f16 528x1789 4.68 -> 4.35; bench/NOTES.md,
+// v104).
 constexpr double kOddHalfLogRowsWideMaxWaves = kOddRowsWideMaxWaves / 2;
 // Masked bf16 attention rows of up to kMaskedBf16RowMax elements: at least
 // kMinRowSubgroups subgroups (never two) at up to 8 slots. Since the forms
