@@ -56,8 +56,8 @@ void grid(std::initializer_list<uint64_t> cols) {
 
 // 36 and 1004 are multiples of 4 but not of 8: fp16 takes 8-byte accesses.
 // 1500, 2045 (a window of 2048) and 2048 take workgroups of two subgroups
-// where the subgroup is 32 (kNarrowRowSubgroups), but 16-bit rows of 2045,
-// four (kOddHalfRowNarrowSlots).
+// where the subgroup is 32 (kNarrowRowSubgroups), but rows of 2045, four
+// (kOddRowNarrowSlots).
 TEST_F(Gpu, GridShortRows) { grid({1, 2, 3, 7, 31, 32, 33, 36, 127, 128, 129}); }
 TEST_F(Gpu, GridMediumRows) { grid({1000, 1004, 1500, 2045, 2048, 4096, 4097}); }
 TEST_F(Gpu, GridLongRows) { grid({65537, 1u << 20}); }

@@ -280,10 +280,12 @@ TEST(Plan, WorkgroupRows) {
     // 4 long that two subgroups would hold at 5-8 slots take 256 x 2 up to
     // two waves (kFewRowsMaxWaves); those not a multiple of 4 long at 6-8
     // slots take four subgroups up to 8 waves (kOddRowsWideMaxWaves; 16-bit
-    // log-softmax past 6 slots up to 4, kOddHalfLogRowsWideMaxWaves); fp32
-    // rows a multiple of 4 long, and every row on a device that does not
-    // count its multiprocessors, and strided rows (16 rows of 2048, inner 4;
-    // not measured), keep the rules of larger batches.
+    // log-softmax past 6 slots up to 4, kOddHalfLogRowsWideMaxWaves), and so
+    // do fp32 rows a multiple of 4 long at 7-8 slots (kFloatRowsWideMinSlots,
+    // kFloatRowsWideMaxWaves); fp32 rows a multiple of 4 long at 5-6 slots,
+    // 16-bit ones past two waves, every row on a device that does not count
+    // its multiprocessors, and strided rows (16 rows of 2048, inner 4; not
+    // measured), keep the rules of larger batches.
     struct FewRowsCase {
         Dtype dtype;
         bool log;
@@ -295,7 +297,9 @@ TEST(Plan, WorkgroupRows) {
     for (const FewRowsCase& c :
          {FewRowsCase{Dtype::f16, false, 16, 1279, true, 256, 2}, {Dtype::bf16, true, 264, 1025, true, 256, 2},
           {Dtype::f32, false, 264, 2045, true, 256, 2}, {Dtype::bf16, false, 264, 2048, true, 256, 2},
-          {Dtype::f16, false, 265, 2048, true, 64, 8}, {Dtype::f32, false, 16, 2048, true, 64, 8},
+          {Dtype::f16, false, 265, 2048, true, 64, 8}, {Dtype::f32, false, 16, 2048, true, 128, 4},
+          {Dtype::f32, true, 1056, 1540, true, 128, 4}, {Dtype::f32, false, 1057, 1796, true, 64, 8},
+          {Dtype::f32, false, 1024, 1536, true, 64, 6}, {Dtype::f32, false, 16, 2048, false, 64, 8},
           {Dtype::f16, false, 1024, 1279, true, 128, 3}, {Dtype::f32, true, 1024, 2045, true, 128, 4},
           {Dtype::f16, false, 1024, 1025, true, 64, 5}, {Dtype::f16, false, 1057, 1789, true, 64, 7},
           {Dtype::bf16, false, 4096, 2045, true, 128, 4}, {Dtype::f16, false, 16, 1279, false, 64, 6},
@@ -343,15 +347,13 @@ TEST(Plan, WorkgroupRows) {
         EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
         EXPECT_EQ(plan.key[0].slots, c.slots) << which;
     }
-    // 16-bit forward rows not a multiple of 4 long keep two subgroups up to
-    // 7 slots (1789, a window of 1792, at 64 x 7) and take four where two
-    // would hold them at 8 (2045, a window of 2048, at 128 x 4;
-    // kOddHalfRowNarrowSlots); fp32 rows of 2045 keep 64 x 8.
+    // Forward rows not a multiple of 4 long keep two subgroups up to 7 slots
+    // (1789, a window of 1792, at 64 x 7) and take four where two would hold
+    // them at 8 (2045, a window of 2048, at 128 x 4; kOddRowNarrowSlots).
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (bool log : {false, true}) {
-            const bool half = dt != Dtype::f32;
             struct OddCase { uint64_t cols; uint32_t workgroup, slots; };
-            for (const OddCase& c : {OddCase{1789, 64, 7}, OddCase{2045, half ? 128u : 64u, half ? 4u : 8u}}) {
+            for (const OddCase& c : {OddCase{1789, 64, 7}, OddCase{2045, 128, 4}}) {
                 Problem p = rows_of(4096, c.cols, dt);
                 p.log = log;
                 const Plan plan = plan_geometry(d, p);

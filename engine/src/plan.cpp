@@ -212,61 +212,60 @@ uint32_t whole_row_most_slots(const Problem& problem, const Limits& l) {
     return vector_odd_rows(problem, Path::workgroup_row, l) ? kOddRowMaxSlots : kMaxSlots;
 }
 
-// Plain forward 16-bit softmax: forward fp16 or bf16 rows without
-// attention options, the rows whose workgroup-row geometry the rules below
-// tune apart from the others.
-bool plain_half_forward(const Problem& problem) {
-    return !problem.backward && dtype_size(problem.dtype) == 2 && !problem.attention.any();
+// Plain forward softmax: forward rows without attention options, the rows
+// whose workgroup-row geometry the rules below tune apart from the others.
+bool plain_forward(const Problem& problem) {
+    return !problem.backward && !problem.attention.any();
 }
 
-// Plain forward 16-bit rows read in vector windows with heads and tails
-// (ODD_ROWS): at 8 slots on a workgroup row they load whole windows
-// (softmax_tiles.glsl, WHOLE_WINDOW_LOADS).
-bool odd_half_row(const Problem& problem, const Limits& l) {
-    return plain_half_forward(problem) && vector_odd_rows(problem, Path::workgroup_row, l);
+// Plain forward rows read in vector windows with heads and tails
+// (ODD_ROWS): at 8 slots on a workgroup row, 16-bit ones load whole
+// windows (softmax_tiles.glsl, WHOLE_WINDOW_LOADS).
+bool odd_plain_row(const Problem& problem, const Limits& l) {
+    return plain_forward(problem) && vector_odd_rows(problem, Path::workgroup_row, l);
 }
 
 // The workgroup for contiguous forward rows without attention options that
 // two subgroups would hold at more than half kNarrowRowSlots, in batches too
 // small to fill the device with such workgroups: kFewRowsSubgroups
-// subgroups up to kFewRowsMaxWaves waves for 16-bit and ODD_ROWS rows, and
+// subgroups up to kFewRowsMaxWaves waves for 16-bit and ODD_ROWS rows;
 // kMinRowSubgroups up to kOddRowsWideMaxWaves for ODD_ROWS rows that two
 // would hold at kOddRowsWideMinSlots or more (16-bit log-softmax past
-// kOddRowsWideMinSlots: up to kOddHalfLogRowsWideMaxWaves); 0 where
-// neither applies.
+// kOddRowsWideMinSlots: up to kOddHalfLogRowsWideMaxWaves), and up to
+// kFloatRowsWideMaxWaves for fp32 rows a multiple of 4 long that two would
+// hold at kFloatRowsWideMinSlots or more; 0 where none applies.
 uint32_t few_rows_workgroup(const Problem& problem, const Limits& l, uint64_t window) {
     // The vec4 slots an invocation of kNarrowRowSubgroups subgroups would take.
     const uint64_t slots_of_two = div_up(window, 4ull * kNarrowRowSubgroups * l.subgroup_size);
     const bool held_by_two = slots_of_two > kNarrowRowSlots / 2 && slots_of_two <= kNarrowRowSlots;
-    if (problem.backward || problem.attention.any() || problem.shape.inner != 1 || l.multiprocessors == 0 ||
-        !held_by_two)
-        return 0;
+    if (!plain_forward(problem) || problem.shape.inner != 1 || l.multiprocessors == 0 || !held_by_two) return 0;
     const bool odd = vector_odd_rows(problem, Path::workgroup_row, l);
     const bool half = dtype_size(problem.dtype) == 2;
     const double waves = row_waves(problem, l);
     const uint32_t few = kFewRowsSubgroups * l.subgroup_size;
     if ((odd || half) && waves <= kFewRowsMaxWaves && few >= l.min_workgroup && few <= l.max_workgroup) return few;
     const uint32_t wide = kMinRowSubgroups * l.subgroup_size;
-    const bool half_log_past_min = half && problem.log && slots_of_two > kOddRowsWideMinSlots;
-    const double wide_waves = half_log_past_min ? kOddHalfLogRowsWideMaxWaves : kOddRowsWideMaxWaves;
-    if (odd && waves <= wide_waves && slots_of_two >= kOddRowsWideMinSlots && wide >= l.min_workgroup &&
-        wide <= l.max_workgroup)
-        return wide;
-    return 0;
+    if (wide < l.min_workgroup || wide > l.max_workgroup) return 0;
+    if (odd) {
+        const bool half_log_past_min = half && problem.log && slots_of_two > kOddRowsWideMinSlots;
+        const double wide_waves = half_log_past_min ? kOddHalfLogRowsWideMaxWaves : kOddRowsWideMaxWaves;
+        return waves <= wide_waves && slots_of_two >= kOddRowsWideMinSlots ? wide : 0;
+    }
+    return !half && waves <= kFloatRowsWideMaxWaves && slots_of_two >= kFloatRowsWideMinSlots ? wide : 0;
 }
 
 // The workgroup that holds a row whole on the workgroup-row path at up to
 // `most` slots an invocation: the narrowest of at least kMinRowSubgroups
 // subgroups whose `most` slots hold the row's window, or kNarrowRowSubgroups
 // for forward rows that those hold at up to kNarrowRowSlots slots, but
-// masked bf16 rows and 16-bit odd rows that would take all kNarrowRowSlots
-// (kOddHalfRowNarrowSlots), or few_rows_workgroup()'s for batches too
-// small to fill the device.
+// masked bf16 rows and plain forward odd rows that would take all
+// kNarrowRowSlots (kOddRowNarrowSlots), or few_rows_workgroup()'s for
+// batches too small to fill the device.
 uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t most) {
     const uint64_t window = row_window(problem, Path::workgroup_row, l);
     uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
     const uint32_t narrow = kNarrowRowSubgroups * l.subgroup_size;
-    const uint32_t narrow_slots = odd_half_row(problem, l) ? kOddHalfRowNarrowSlots : kNarrowRowSlots;
+    const uint32_t narrow_slots = odd_plain_row(problem, l) ? kOddRowNarrowSlots : kNarrowRowSlots;
     const uint32_t few = few_rows_workgroup(problem, l, window);
     if (few != 0)
         wg = few;
@@ -407,8 +406,8 @@ bool backward_whole_past_one_wave(const Problem& problem) {
 // that make at most one wave of the device's multiprocessors
 // (kHeldHalfRowMaxWaves).
 bool half_row_held_at_max_workgroup(const Problem& problem, const Limits& l) {
-    return plain_half_forward(problem) && problem.shape.inner == 1 && problem.shape.axis % 4 == 0 &&
-           l.multiprocessors > 0 && row_waves(problem, l) <= kHeldHalfRowMaxWaves &&
+    return plain_forward(problem) && dtype_size(problem.dtype) == 2 && problem.shape.inner == 1 &&
+           problem.shape.axis % 4 == 0 && l.multiprocessors > 0 && row_waves(problem, l) <= kHeldHalfRowMaxWaves &&
            row_window(problem, Path::workgroup_row, l) > 4ull * kHalfRowSlotsAtMaxWorkgroup * l.max_workgroup &&
            workgroup_holds_row(problem, l);
 }

@@ -25,17 +25,21 @@ constexpr uint32_t kMinRowSubgroups = 4;           // subgroups on a workgroup r
 // backward pass does not (f16 186.7 against 186.1) and keeps four.
 constexpr uint32_t kNarrowRowSubgroups = 2;
 constexpr uint32_t kNarrowRowSlots = 8;
-// 16-bit forward rows not a multiple of 4 long (ODD_ROWS) keep the narrow
-// workgroup only up to 7 slots: at 8 they load whole windows, which there
-// made them slower than four subgroups at 4 slots. H200 (580.159.04), us,
-// 64 x 8 -> 128 x 4 (bench/NOTES.md, v103): f16 4096x2045 15.2 -> 11.9,
-// 1024x2045 6.37 -> 5.24, 8192x1999 28.9 -> 24.9; bf16 4096x1801 16.3 ->
-// 12.6; log-softmax f16 4096x2045 16.3 -> 13.5, bf16 16x2045 5.54 -> 3.96.
-// At 5-7 slots four subgroups were slower, or faster in softmax and slower
-// in log-softmax (64 x 5 -> 128 x 3: f16 4096x1025 8.79 -> 10.14; 64 x 6:
-// f16 4096x1279 10.77 -> 10.01, log 10.66 -> 11.33; 64 x 7: f16 4096x1789
-// 11.77 -> 11.57, log 12.02 -> 13.30).
-constexpr uint32_t kOddHalfRowNarrowSlots = kNarrowRowSlots - 1;
+// Forward rows not a multiple of 4 long (ODD_ROWS) without attention
+// options keep the narrow workgroup only up to 7 slots: at 8, 16-bit rows
+// load whole windows, which there made them slower than four subgroups at
+// 4 slots, and fp32 rows' heads and tails cost more over 8 slots than over
+// 4. H200 (580.159.04), us, 64 x 8 -> 128 x 4 (bench/NOTES.md, v103): f16
+// 4096x2045 15.2 -> 11.9, 1024x2045 6.37 -> 5.24, 8192x1999 28.9 -> 24.9;
+// bf16 4096x1801 16.3 -> 12.6; log-softmax f16 4096x2045 16.3 -> 13.5, bf16
+// 16x2045 5.54 -> 3.96; (v105) f32 2048x1801 8.67 -> 7.88, 4096x2045 20.56
+// -> 19.93, 16384x2045 69.30 -> 68.67, log-softmax f32 2048x2045 9.87 ->
+// 8.41, 16384x1801 62.65 -> 60.32. At 5-7 slots four subgroups were slower,
+// or faster in softmax and slower in log-softmax (64 x 5 -> 128 x 3: f16
+// 4096x1025 8.79 -> 10.14; 64 x 6: f16 4096x1279 10.77 -> 10.01, log 10.66
+// -> 11.33; 64 x 7: f16 4096x1789 11.77 -> 11.57, log 12.02 -> 13.30; f32
+// 2048x1279 6.91 -> 7.09, v104).
+constexpr uint32_t kOddRowNarrowSlots = kNarrowRowSlots - 1;
 // Batches too small to fill the device with narrow workgroups: contiguous
 // forward rows without attention options that two subgroups would hold at
 // 5-8 slots, 16-bit ones and rows not a multiple of 4 long (ODD_ROWS), take
@@ -69,6 +73,17 @@ constexpr uint32_t kOddRowsWideMinSlots = 6;
 // 5.67), 528 rows 3-7% faster (f16 528x1789 4.68 -> 4.35; bench/NOTES.md,
 // v104).
 constexpr double kOddHalfLogRowsWideMaxWaves = kOddRowsWideMaxWaves / 2;
+// fp32 rows a multiple of 4 long that two subgroups would hold at
+// kFloatRowsWideMinSlots to 8 slots, in batches of up to
+// kFloatRowsWideMaxWaves waves, take kMinRowSubgroups subgroups too. 64 x
+// 7-8 -> 128 x 4, us, two rounds' mean (v105): f32 16x2048 3.55 -> 3.27,
+// 1024x2048 5.99 -> 5.39, 16x1540 3.54 -> 3.32, 1024x1796 5.59 -> 5.18;
+// log-softmax f32 132x1792 3.66 -> 3.42, 1024x2048 5.88 -> 5.46. At 6
+// slots level or slower (f32 264x1536 3.50 -> 3.58, v104); at 2048 rows
+// (15.5 waves) log-softmax was 5.5-6% slower (f32 2048x2048 7.88 -> 8.32),
+// from 8192 rows on every shape level or up to 1% slower.
+constexpr uint32_t kFloatRowsWideMinSlots = 7;
+constexpr double kFloatRowsWideMaxWaves = 8.0;
 // Masked bf16 attention rows of up to kMaskedBf16RowMax elements: at least
 // kMinRowSubgroups subgroups (never two) at up to 8 slots. Since the forms
 // above were measured, the attention modules changed (the tiles' loads
