@@ -611,6 +611,53 @@ TEST_F(Gpu, OddRowsOnThePlansPath) {
     expect_odd_rows_on_the_plans_path(16, 50257, false);
 }
 
+// The geometries a device that counts its multiprocessors gives batches too
+// small to fill it (Plan.WorkgroupRows): the plan for this device with 132
+// multiprocessors counted (an H200's), forced here, on rows sized to its
+// subgroup (at 32 lanes: f32 2048 and 2045, f16 1279 and 8188, f32, f16
+// and bf16 8192 and 7684), with kOddEnds' non-finite rows. Only the cases
+// whose counted plan is wider than the plan without a count run.
+TEST_F(Gpu, FewRowsGeometriesOfACountedDevice) {
+    DeviceInfo counted = ctx().info(), uncounted_device = ctx().info();
+    counted.multiprocessors = 132;
+    uncounted_device.multiprocessors = 0;
+    const uint64_t sg = counted.subgroup_size;
+    struct Case {
+        Dtype dtype;
+        bool log;
+        uint64_t rows, cols;
+    };
+    const Case kCases[] = {{Dtype::f32, false, 9, 64 * sg},      {Dtype::f32, true, 300, 64 * sg},
+                           {Dtype::f32, false, 9, 64 * sg - 3},  {Dtype::f16, false, 200, 256 * sg - 4},
+                           {Dtype::f16, false, 9, 40 * sg - 1},  {Dtype::f32, true, 9, 256 * sg},
+                           {Dtype::bf16, false, 9, 240 * sg + 4}, {Dtype::f16, true, 9, 256 * sg}};
+    uint32_t wider = 0;
+    for (const Case& c : kCases) {
+        if (c.dtype != Dtype::f32 && !ctx().info().storage_16bit) continue;
+        const Problem p = rows_of(c.rows, c.cols, c.dtype, c.log);
+        PlanOptions on_row;
+        on_row.path = Path::workgroup_row;
+        const Plan uncounted = plan_geometry(uncounted_device, p, on_row);
+        const Plan wide = plan_geometry(counted, p, on_row);
+        // Where this device's least workgroup already holds the rule's
+        // subgroups (32 invocations on lavapipe: 8 subgroups of 4), both
+        // plans agree and the case adds nothing.
+        if (wide.key[0].workgroup_size == uncounted.key[0].workgroup_size) continue;
+        ++wider;
+        PlanOptions o = on_row;
+        o.workgroup_size = wide.key[0].workgroup_size;
+        o.slots = wide.key[0].slots;
+        Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, c.cols), o);
+        ASSERT_EQ(out.plan.key[0].workgroup_size, o.workgroup_size) << describe(p, o);
+        ASSERT_EQ(out.plan.key[0].slots, o.slots) << describe(p, o);
+        const Bound b = accuracy_bound(p.dtype, p.log);
+        const std::string what = describe(p, o) + " (" + describe_geometry(out.plan) + "; " + kOddEnds + ")";
+        EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << what << ": " << out.acc.describe();
+        EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << what << ": " << out.acc.describe();
+    }
+    if (wider == 0) GTEST_SKIP() << "counting multiprocessors widens none of these rows' workgroups on this device";
+}
+
 // fp16 and bf16 rows longer than 16 elements per invocation of the largest
 // workgroup are planned in two tiles or more, read twice
 // (ShaderKind::row_in_tiles), while fp32 rows of the same length are held

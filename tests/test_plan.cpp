@@ -285,7 +285,10 @@ TEST(Plan, WorkgroupRows) {
     // kFloatRowsWideMaxWaves); fp32 rows a multiple of 4 long at 5-6 slots,
     // 16-bit ones past two waves, every row on a device that does not count
     // its multiprocessors, and strided rows (16 rows of 2048, inner 4; not
-    // measured), keep the rules of larger batches.
+    // measured), keep the rules of larger batches. Rows a multiple of 4
+    // long that four subgroups would hold at 16 slots (8192; 7168 at 14
+    // keeps four) take 256 x 8 up to two waves too, but a single fp32
+    // softmax row.
     struct FewRowsCase {
         Dtype dtype;
         bool log;
@@ -300,6 +303,10 @@ TEST(Plan, WorkgroupRows) {
           {Dtype::f16, false, 265, 2048, true, 64, 8}, {Dtype::f32, false, 16, 2048, true, 128, 4},
           {Dtype::f32, true, 1056, 1540, true, 128, 4}, {Dtype::f32, false, 1057, 1796, true, 64, 8},
           {Dtype::f32, false, 1024, 1536, true, 64, 6}, {Dtype::f32, false, 16, 2048, false, 64, 8},
+          {Dtype::f32, false, 16, 8192, true, 256, 8}, {Dtype::f16, true, 264, 8192, true, 256, 8},
+          {Dtype::bf16, false, 1, 8192, true, 256, 8}, {Dtype::f32, false, 265, 8192, true, 128, 16},
+          {Dtype::f16, false, 16, 7168, true, 128, 14}, {Dtype::f32, false, 16, 8192, false, 128, 16},
+          {Dtype::f32, false, 1, 8192, true, 128, 16}, {Dtype::f32, true, 1, 8192, true, 256, 8},
           {Dtype::f16, false, 1024, 1279, true, 128, 3}, {Dtype::f32, true, 1024, 2045, true, 128, 4},
           {Dtype::f16, false, 1024, 1025, true, 64, 5}, {Dtype::f16, false, 1057, 1789, true, 64, 7},
           {Dtype::bf16, false, 4096, 2045, true, 128, 4}, {Dtype::f16, false, 16, 1279, false, 64, 6},
@@ -1381,8 +1388,9 @@ TEST(Plan, ShortRowsInSmallChunks) {
 // windows with a head and a tail) at up to 15 slots an invocation, rather
 // than 16 (at 16 NVIDIA's compiler put an fp32 lane's slots in local
 // memory): rows whose window passes 15 slots take a workgroup twice as wide
-// at half the slots. Rows a multiple of 4 long, scalar rows and the
-// backward pass keep theirs; so do devices without a multiprocessor count.
+// at half the slots. Rows a multiple of 4 long (in batches past
+// kFewRowsMaxWaves), scalar rows and the backward pass keep theirs; so do
+// devices without a multiprocessor count.
 TEST(Plan, OddRowsHoldAtMost15Slots) {
     struct Held {
         uint64_t rows, cols;
@@ -1392,7 +1400,7 @@ TEST(Plan, OddRowsHoldAtMost15Slots) {
     for (const DeviceInfo& d : {counted_h100(), h200()})
         for (const Held& c : {Held{64, 8189, Dtype::f32, 256, 8}, Held{64, 8189, Dtype::f16, 256, 8},
                               Held{2, 7681, Dtype::f32, 256, 8}, Held{2, 7677, Dtype::f32, 128, 15},
-                              Held{64, 8192, Dtype::f32, 128, 16}, Held{64, 8191, Dtype::bf16, 256, 9},
+                              Held{1024, 8192, Dtype::f32, 128, 16}, Held{64, 8191, Dtype::bf16, 256, 9},
                               Held{128, 32001, Dtype::f32, 1024, 8}, Held{128, 32000, Dtype::f32, 512, 16}}) {
             const Problem p = rows_of(c.rows, c.cols, c.dtype);
             const Plan plan = plan_geometry(d, p);

@@ -234,11 +234,10 @@ bool odd_plain_row(const Problem& problem, const Limits& l) {
 // kOddRowsWideMinSlots: up to kOddHalfLogRowsWideMaxWaves), and up to
 // kFloatRowsWideMaxWaves for fp32 rows a multiple of 4 long that two would
 // hold at kFloatRowsWideMinSlots or more; 0 where none applies.
-uint32_t few_rows_workgroup(const Problem& problem, const Limits& l, uint64_t window) {
+uint32_t few_short_rows_workgroup(const Problem& problem, const Limits& l, uint64_t window) {
     // The vec4 slots an invocation of kNarrowRowSubgroups subgroups would take.
     const uint64_t slots_of_two = div_up(window, 4ull * kNarrowRowSubgroups * l.subgroup_size);
-    const bool held_by_two = slots_of_two > kNarrowRowSlots / 2 && slots_of_two <= kNarrowRowSlots;
-    if (!plain_forward(problem) || problem.shape.inner != 1 || l.multiprocessors == 0 || !held_by_two) return 0;
+    if (slots_of_two <= kNarrowRowSlots / 2 || slots_of_two > kNarrowRowSlots) return 0;
     const bool odd = vector_odd_rows(problem, Path::workgroup_row, l);
     const bool half = dtype_size(problem.dtype) == 2;
     const double waves = row_waves(problem, l);
@@ -252,6 +251,32 @@ uint32_t few_rows_workgroup(const Problem& problem, const Limits& l, uint64_t wi
         return waves <= wide_waves && slots_of_two >= kOddRowsWideMinSlots ? wide : 0;
     }
     return !half && waves <= kFloatRowsWideMaxWaves && slots_of_two >= kFloatRowsWideMinSlots ? wide : 0;
+}
+
+// The workgroup for contiguous forward rows a multiple of 4 long without
+// attention options that kMinRowSubgroups subgroups would hold at all
+// kMaxSlots slots, in batches of up to kFewRowsMaxWaves waves:
+// kFewRowsSubgroups subgroups, but for a single fp32 softmax row (its own
+// measured best); 0 otherwise.
+uint32_t few_long_rows_workgroup(const Problem& problem, const Limits& l, uint64_t window) {
+    const uint64_t slots_of_four = div_up(window, 4ull * kMinRowSubgroups * l.subgroup_size);
+    const uint32_t few = kFewRowsSubgroups * l.subgroup_size;
+    const bool held_at_most_slots = slots_of_four == kMaxSlots;
+    const bool single_float_softmax = problem.shape.rows() == 1 && problem.dtype == Dtype::f32 && !problem.log;
+    return held_at_most_slots && problem.shape.axis % 4 == 0 && !single_float_softmax &&
+                   row_waves(problem, l) <= kFewRowsMaxWaves && few >= l.min_workgroup && few <= l.max_workgroup
+               ? few
+               : 0;
+}
+
+// The workgroup for forward rows without attention options in batches too
+// small to fill the device with the workgroups that larger batches take
+// (few_short_rows_workgroup(), few_long_rows_workgroup()), on a device that
+// counts its multiprocessors; 0 where no such rule applies.
+uint32_t few_rows_workgroup(const Problem& problem, const Limits& l, uint64_t window) {
+    if (!plain_forward(problem) || problem.shape.inner != 1 || l.multiprocessors == 0) return 0;
+    const uint32_t short_rows = few_short_rows_workgroup(problem, l, window);
+    return short_rows != 0 ? short_rows : few_long_rows_workgroup(problem, l, window);
 }
 
 // The workgroup that holds a row whole on the workgroup-row path at up to

@@ -54,6 +54,17 @@ constexpr uint32_t kOddRowNarrowSlots = kNarrowRowSlots - 1;
 // slower on some (f16 528x2048 3.90 -> 4.14, 2048x1280 4.88 -> 7.13); fp32
 // rows a multiple of 4 long were level or slower at any count (f32 264x1280
 // 3.44 -> 3.52). Strided rows, read element by element, were not measured.
+// Rows a multiple of 4 long that kMinRowSubgroups subgroups would hold at
+// all kMaxSlots slots (7681-8192 elements at subgroups of 32) take
+// kFewRowsSubgroups subgroups at 8 slots in the same batches. 128 x 16 ->
+// 256 x 8, us, means of two rounds (v106): f32 16x8192 4.42 -> 4.23,
+// 264x8192 6.54 -> 6.19; f16 1x8192 3.83 -> 3.68, 264x8192 5.00 -> 4.74,
+// 16x7684 4.62 -> 4.03; bf16 132x8192 4.42 -> 4.12; log-softmax f32
+// 16x8192 4.53 -> 4.17, f16 1x8192 3.98 -> 3.70. A single fp32 softmax
+// row keeps 128 x 16 (1x8192 3.97 -> 4.02 at 256 x 8). At 1024 rows 2-4%
+// slower (f32 19.34 -> 19.69, f16 9.17 -> 9.53); rows of 2560-4096 at 128
+// x 5-8 were level or slower at 256 in these batches (f16 16x4096 3.41 ->
+// 3.61).
 constexpr double kFewRowsMaxWaves = 2.0;
 constexpr uint32_t kFewRowsSubgroups = 8;
 // ODD_ROWS rows that two subgroups would hold at kOddRowsWideMinSlots to 8
