@@ -256,8 +256,8 @@ uint32_t few_short_rows_workgroup(const Problem& problem, const Limits& l, uint6
 // The workgroup for contiguous forward rows a multiple of 4 long without
 // attention options that kMinRowSubgroups subgroups would hold at all
 // kMaxSlots slots, in batches of up to kFewRowsMaxWaves waves:
-// kFewRowsSubgroups subgroups, but for a single fp32 softmax row (its own
-// measured best); 0 otherwise.
+// kFewRowsSubgroups subgroups, but for a single fp32 softmax row (faster at
+// kMinRowSubgroups, tuning.hpp); 0 otherwise.
 uint32_t few_long_rows_workgroup(const Problem& problem, const Limits& l, uint64_t window) {
     const uint64_t slots_of_four = div_up(window, 4ull * kMinRowSubgroups * l.subgroup_size);
     const uint32_t few = kFewRowsSubgroups * l.subgroup_size;
