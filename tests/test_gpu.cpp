@@ -614,8 +614,8 @@ TEST_F(Gpu, OddRowsOnThePlansPath) {
 // The geometries a device that counts its multiprocessors gives batches too
 // small to fill it (Plan.WorkgroupRows): the plan for this device with 132
 // multiprocessors counted (an H200's), forced here, on rows sized to its
-// subgroup (at 32 lanes: f32 2048 and 2045, f16 1279 and 8188, f32, f16
-// and bf16 8192 and 7684), with kOddEnds' non-finite rows. Only the cases
+// subgroup (at 32 lanes: f32 2048 and 2045, f16 1279 and 8188, f32 and
+// f16 8192, bf16 7684), with kOddEnds' non-finite rows. Only the cases
 // whose counted plan is wider than the plan without a count run.
 TEST_F(Gpu, FewRowsGeometriesOfACountedDevice) {
     DeviceInfo counted = ctx().info(), uncounted_device = ctx().info();

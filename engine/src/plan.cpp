@@ -225,6 +225,9 @@ bool odd_plain_row(const Problem& problem, const Limits& l) {
     return plain_forward(problem) && vector_odd_rows(problem, Path::workgroup_row, l);
 }
 
+// Whether a workgroup of `size` invocations is within the device's limits.
+bool workgroup_fits(const Limits& l, uint32_t size) { return size >= l.min_workgroup && size <= l.max_workgroup; }
+
 // The workgroup for contiguous forward rows without attention options that
 // two subgroups would hold at more than half kNarrowRowSlots, in batches too
 // small to fill the device with such workgroups: kFewRowsSubgroups
@@ -242,9 +245,9 @@ uint32_t few_short_rows_workgroup(const Problem& problem, const Limits& l, uint6
     const bool half = dtype_size(problem.dtype) == 2;
     const double waves = row_waves(problem, l);
     const uint32_t few = kFewRowsSubgroups * l.subgroup_size;
-    if ((odd || half) && waves <= kFewRowsMaxWaves && few >= l.min_workgroup && few <= l.max_workgroup) return few;
+    if ((odd || half) && waves <= kFewRowsMaxWaves && workgroup_fits(l, few)) return few;
     const uint32_t wide = kMinRowSubgroups * l.subgroup_size;
-    if (wide < l.min_workgroup || wide > l.max_workgroup) return 0;
+    if (!workgroup_fits(l, wide)) return 0;
     if (odd) {
         const bool half_log_past_min = half && problem.log && slots_of_two > kOddRowsWideMinSlots;
         const double wide_waves = half_log_past_min ? kOddHalfLogRowsWideMaxWaves : kOddRowsWideMaxWaves;
@@ -264,7 +267,7 @@ uint32_t few_long_rows_workgroup(const Problem& problem, const Limits& l, uint64
     const bool held_at_most_slots = slots_of_four == kMaxSlots;
     const bool single_float_softmax = problem.shape.rows() == 1 && problem.dtype == Dtype::f32 && !problem.log;
     return held_at_most_slots && problem.shape.axis % 4 == 0 && !single_float_softmax &&
-                   row_waves(problem, l) <= kFewRowsMaxWaves && few >= l.min_workgroup && few <= l.max_workgroup
+                   row_waves(problem, l) <= kFewRowsMaxWaves && workgroup_fits(l, few)
                ? few
                : 0;
 }
