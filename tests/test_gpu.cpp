@@ -43,6 +43,18 @@ PlanOptions forced(Path path, uint32_t slots, uint32_t workgroup_size = 0) {
     return o;
 }
 
+// Runs `p` under `o` on rows_with_non_finite_ends() (kOddEnds) and expects
+// the reference's non-finite outputs and the rest within the type's bound;
+// returns the outcome for the caller's own checks.
+Outcome expect_odd_ends_match(const Problem& p, const PlanOptions& o) {
+    Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, p.shape.axis), o);
+    const Bound b = accuracy_bound(p.dtype, p.log);
+    const std::string what = describe(p, o) + " (" + describe_geometry(out.plan) + "; " + kOddEnds + ")";
+    EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << what << ": " << out.acc.describe();
+    EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << what << ": " << out.acc.describe();
+    return out;
+}
+
 void grid(std::initializer_list<uint64_t> cols) {
     for (uint64_t c : cols)
         for (uint64_t r : {1u, 3u, 64u, 1000u}) {
@@ -480,22 +492,14 @@ TEST_F(Gpu, OddHalfRowsInWholeWindows) {
     for (const auto& c : kCases)
         for (Dtype dt : {Dtype::f16, Dtype::bf16})
             for (bool log : {false, true}) {
-                PlanOptions o;
-                o.path = Path::workgroup_row;
-                o.workgroup_size = 128;
-                o.slots = 9;
+                const PlanOptions o = forced(Path::workgroup_row, 9, 128);
                 const Problem p = rows_of(9, c.cols, dt, log);
                 const Plan plan = make_plan(ctx(), p, o);
                 ASSERT_EQ(plan.key[0].kind, c.kind) << describe(p, o) << ": not the kind this case is for";
                 ASSERT_TRUE(plan.key[0].odd_rows && plan.key[0].vec == 4 && plan.key[0].slots == 9)
                     << describe(p, o) << ": vec " << plan.key[0].vec << ", slots " << plan.key[0].slots
                     << ", odd " << plan.key[0].odd_rows << " (the whole-window loads need odd rows, vec 4, 9 slots)";
-                Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, c.cols), o);
-                const Bound b = accuracy_bound(p.dtype, p.log);
-                EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << describe(p, o) << " (" << kOddEnds << "): "
-                                                            << out.acc.describe();
-                EXPECT_TRUE(out.acc.within(b.rel, 0.0))
-                    << describe(p, o) << " (" << kOddEnds << "): " << out.acc.describe();
+                expect_odd_ends_match(p, o);
             }
 }
 
@@ -522,10 +526,7 @@ TEST_F(Gpu, OddRowsAtEverySlotCount) {
             for (uint32_t g = 0; g < kGeometries; ++g) {
                 const uint32_t workgroup = kWorkgroups[g / std::size(kSlots)], slots = kSlots[g % std::size(kSlots)];
                 if (workgroup > max_workgroup || !sweep_runs(variant, g, kGeometries)) continue;
-                PlanOptions o;
-                o.path = Path::workgroup_row;
-                o.workgroup_size = workgroup;
-                o.slots = slots;
+                const PlanOptions o = forced(Path::workgroup_row, slots, workgroup);
                 const uint64_t cols = 4ull * workgroup * slots - 3;  // the last vector's last 3 elements missing
                 const Problem p = rows_of(9, cols, dt, log);
                 const Plan plan = make_plan(ctx(), p, o);
@@ -533,11 +534,7 @@ TEST_F(Gpu, OddRowsAtEverySlotCount) {
                             plan.key[0].vec == 4 && plan.key[0].slots == slots)
                     << describe(p, o) << ": " << describe_geometry(plan)
                     << " (the case needs odd rows held in registers at vec 4 and " << slots << " slots)";
-                Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, cols), o);
-                const Bound b = accuracy_bound(p.dtype, p.log);
-                const std::string what = describe(p, o) + " (" + describe_geometry(plan) + "; " + kOddEnds + ")";
-                EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << what << ": " << out.acc.describe();
-                EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << what << ": " << out.acc.describe();
+                expect_odd_ends_match(p, o);
             }
         }
 }
@@ -644,16 +641,10 @@ TEST_F(Gpu, FewRowsGeometriesOfACountedDevice) {
         // plans agree and the case adds nothing.
         if (wide.key[0].workgroup_size == uncounted.key[0].workgroup_size) continue;
         ++wider;
-        PlanOptions o = on_row;
-        o.workgroup_size = wide.key[0].workgroup_size;
-        o.slots = wide.key[0].slots;
-        Outcome out = run_and_compare(p, rows_with_non_finite_ends(p, c.cols), o);
+        const PlanOptions o = forced(Path::workgroup_row, wide.key[0].slots, wide.key[0].workgroup_size);
+        const Outcome out = expect_odd_ends_match(p, o);
         ASSERT_EQ(out.plan.key[0].workgroup_size, o.workgroup_size) << describe(p, o);
         ASSERT_EQ(out.plan.key[0].slots, o.slots) << describe(p, o);
-        const Bound b = accuracy_bound(p.dtype, p.log);
-        const std::string what = describe(p, o) + " (" + describe_geometry(out.plan) + "; " + kOddEnds + ")";
-        EXPECT_EQ(out.acc.nonfinite_mismatches, 0u) << what << ": " << out.acc.describe();
-        EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << what << ": " << out.acc.describe();
     }
     if (wider == 0) GTEST_SKIP() << "counting multiprocessors widens none of these rows' workgroups on this device";
 }
