@@ -56,14 +56,22 @@ enum class Descriptors { push, host_pool };
 class Embed : public ::testing::TestWithParam<Descriptors> {
 protected:
     void SetUp() override {
+        create_instance();
+        if (!HasFatalFailure()) create_device();
+    }
+
+    // The host's instance: with the validation layer and synchronization
+    // validation where the layer is installed, its messages collected.
+    void create_instance() {
         VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
         app.apiVersion = VK_API_VERSION_1_1;
         const char* layer = "VK_LAYER_KHRONOS_validation";
         const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
         uint32_t nl = 0;
-        vkEnumerateInstanceLayerProperties(&nl, nullptr);
+        VK(vkEnumerateInstanceLayerProperties(&nl, nullptr));
         std::vector<VkLayerProperties> layers(nl);
-        vkEnumerateInstanceLayerProperties(&nl, layers.data());
+        VK(vkEnumerateInstanceLayerProperties(&nl, layers.data()));
+        layers.resize(nl);
         for (auto& l : layers) validation_ = validation_ || std::strcmp(l.layerName, layer) == 0;
         VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
         VkValidationFeaturesEXT vf{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
@@ -87,8 +95,15 @@ protected:
             mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
             mci.pfnUserCallback = on_message;
             mci.pUserData = &messages_;
+            ASSERT_NE(create, nullptr) << "vkCreateDebugUtilsMessengerEXT";
             VK(create(instance_, &mci, nullptr, &messenger_));
         }
+    }
+
+    // The host's device on the first physical device, with one compute
+    // queue, VK_KHR_push_descriptor enabled or a descriptor pool of the
+    // host's, as the test's parameter says.
+    void create_device() {
         uint32_t n = 1;
         VkResult r = vkEnumeratePhysicalDevices(instance_, &n, &pd_);
         ASSERT_TRUE((r == VK_SUCCESS || r == VK_INCOMPLETE) && n == 1);
@@ -120,7 +135,7 @@ protected:
     }
     void TearDown() override {
         if (dev_) {
-            vkDeviceWaitIdle(dev_);
+            EXPECT_EQ(vkDeviceWaitIdle(dev_), VK_SUCCESS) << "vkDeviceWaitIdle before the host's teardown";
             for (auto& b : buffers_) {
                 vkDestroyBuffer(dev_, b.first, nullptr);
                 vkFreeMemory(dev_, b.second, nullptr);
@@ -150,6 +165,13 @@ protected:
         d.push_descriptor = GetParam() == Descriptors::push;
         d.descriptor_pool = pool_;
         return d;
+    }
+
+    // A vksm context on the host's device (desc()).
+    void create_context(vksm_context* ctx) {
+        const vksm_context_desc host_desc = desc();
+        char why[256] = "";
+        ASSERT_EQ(vksm_context_create(&host_desc, ctx, why, sizeof why), VKSM_SUCCESS) << why;
     }
 
     // A pool of the host's for vksoftmax's descriptor sets: 64 records.
@@ -224,6 +246,70 @@ protected:
         return cb;
     }
 
+    // A plan's tensors in the host's buffers, not at their starts: the
+    // input and output in one buffer (a host-visible map), a workspace, a
+    // buffer the host copies the output to, and a command buffer.
+    struct HostJob {
+        void* map;
+        VkBuffer buf;
+        VkDeviceSize in_off, out_off, bytes;
+        void* ws_map;
+        VkBuffer ws;
+        VkDeviceSize ws_off, ws_size;
+        void* copy_map;
+        VkBuffer copy;
+        VkCommandBuffer cb;
+    };
+
+    // The buffers of a HostJob for `plan` (workspace ws_size bytes at
+    // ws_align), its input normal(0, 4) logits.
+    HostJob host_job(vksm_plan plan, VkDeviceSize ws_size, VkDeviceSize ws_align, std::mt19937& rng) {
+        std::normal_distribution<float> logits(0.f, 4.f);
+        HostJob j{};
+        j.bytes = vksm_plan_tensor_bytes(plan);
+        j.in_off = 3 * align_;  // not at the start of the host's buffer
+        j.out_off = j.in_off + (j.bytes + align_ - 1) / align_ * align_ + 5 * align_;
+        j.buf = buffer(j.out_off + j.bytes + align_, &j.map);
+        j.ws_off = 7 * std::max(align_, ws_align);
+        j.ws_size = std::max<VkDeviceSize>(ws_size, 16);
+        j.ws = buffer(j.ws_off + j.ws_size, &j.ws_map);
+        j.copy = buffer(j.bytes, &j.copy_map);
+        float* x = reinterpret_cast<float*>(static_cast<char*>(j.map) + j.in_off);
+        for (uint64_t k = 0; k < j.bytes / 4; ++k) x[k] = logits(rng);
+        j.cb = command_buffer();
+        return j;
+    }
+
+    // Records into the job's command buffer: host work before (a transfer
+    // poisons the output and the workspace), `plan`, host work after (a
+    // copy of the output elsewhere, then to the host), with the barriers
+    // the contract asks of the host. Returns vksm_record's result.
+    static vksm_result record_between_host_work(const HostJob& j, vksm_plan plan) {
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        EXPECT_EQ(vkBeginCommandBuffer(j.cb, &bi), VK_SUCCESS) << "vkBeginCommandBuffer";
+        vkCmdFillBuffer(j.cb, j.buf, j.out_off, j.bytes, 0x7fc00000u);
+        vkCmdFillBuffer(j.cb, j.ws, 0, VK_WHOLE_SIZE, 0xdeadbeefu);
+        VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
+                               VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+                               VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+        vkCmdPipelineBarrier(j.cb, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+        const vksm_result recorded = vksm_record(plan, j.cb, {j.buf, j.in_off, j.bytes}, {j.buf, j.out_off, j.bytes},
+                                                 {j.ws, j.ws_off, j.ws_size}, VK_NULL_HANDLE, 0);
+        VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                              VK_ACCESS_TRANSFER_READ_BIT};
+        vkCmdPipelineBarrier(j.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &after, 0,
+                             nullptr, 0, nullptr);
+        VkBufferCopy region{j.out_off, 0, j.bytes};
+        vkCmdCopyBuffer(j.cb, j.buf, j.copy, 1, &region);
+        VkMemoryBarrier host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                             VK_ACCESS_HOST_READ_BIT};
+        vkCmdPipelineBarrier(j.cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &host, 0, nullptr, 0,
+                             nullptr);
+        EXPECT_EQ(vkEndCommandBuffer(j.cb), VK_SUCCESS) << "vkEndCommandBuffer";
+        return recorded;
+    }
+
     void submit(const std::vector<VkCommandBuffer>& cbs) {
         VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
         si.commandBufferCount = static_cast<uint32_t>(cbs.size());
@@ -258,9 +344,7 @@ std::string descriptors_name(const ::testing::TestParamInfo<Descriptors>& info) 
 TEST_P(Embed, RecordsIntoTheHostsCommandBufferAtOffsets) {
     std::printf("embedding test on validation layer %s\n", validation_ ? "on (with synchronization validation)" : "OFF");
     vksm_context ctx = nullptr;
-    char why[256] = "";
-    const vksm_context_desc host_desc = desc();
-    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
     // One short-row plan and one split (two-pass) plan.
     const uint32_t rows[2] = {37, 3}, cols[2] = {1000, 70001};
     vksm_plan plans[2];
@@ -274,70 +358,21 @@ TEST_P(Embed, RecordsIntoTheHostsCommandBufferAtOffsets) {
     ASSERT_GT(ws_size, 0u);
 
     std::mt19937 rng(std::random_device{}());
-    std::normal_distribution<float> logits(0.f, 4.f);
-    struct Job {
-        void* map;
-        VkBuffer buf;
-        VkDeviceSize in_off, out_off, bytes;
-        void* ws_map;
-        VkBuffer ws;
-        VkDeviceSize ws_off;
-        void* copy_map;
-        VkBuffer copy;
-        VkCommandBuffer cb;
-    } jobs[2];
-    for (int i = 0; i < 2; ++i) {
-        Job& j = jobs[i];
-        j.bytes = vksm_plan_tensor_bytes(plans[i]);
-        j.in_off = 3 * align_;  // not at the start of the host's buffer
-        j.out_off = j.in_off + (j.bytes + align_ - 1) / align_ * align_ + 5 * align_;
-        j.buf = buffer(j.out_off + j.bytes + align_, &j.map);
-        j.ws_off = 7 * std::max(align_, ws_align);
-        j.ws = buffer(j.ws_off + std::max<VkDeviceSize>(ws_size, 16), &j.ws_map);
-        j.copy = buffer(j.bytes, &j.copy_map);
-        float* x = reinterpret_cast<float*>(static_cast<char*>(j.map) + j.in_off);
-        for (uint64_t k = 0; k < j.bytes / 4; ++k) x[k] = logits(rng);
-        j.cb = command_buffer();
-    }
+    HostJob jobs[2];
+    for (int i = 0; i < 2; ++i) jobs[i] = host_job(plans[i], ws_size, ws_align, rng);
 
     // Two plans recorded from two threads, each into its own command buffer.
     std::vector<std::thread> threads;
     vksm_result results[2] = {VKSM_ERROR_VULKAN, VKSM_ERROR_VULKAN};
     for (int i = 0; i < 2; ++i)
-        threads.emplace_back([&, i] {
-            Job& j = jobs[i];
-            VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-            EXPECT_EQ(vkBeginCommandBuffer(j.cb, &bi), VK_SUCCESS);
-            // Work before: poison the output and the workspace with a transfer.
-            vkCmdFillBuffer(j.cb, j.buf, j.out_off, j.bytes, 0x7fc00000u);
-            vkCmdFillBuffer(j.cb, j.ws, 0, VK_WHOLE_SIZE, 0xdeadbeefu);
-            VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
-                                   VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
-                                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-            vkCmdPipelineBarrier(j.cb, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
-            results[i] = vksm_record(plans[i], j.cb, {j.buf, j.in_off, j.bytes}, {j.buf, j.out_off, j.bytes},
-                                     {j.ws, j.ws_off, std::max<VkDeviceSize>(ws_size, 16)}, VK_NULL_HANDLE, 0);
-            // Work after: copy the output elsewhere, then to the host.
-            VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
-                                  VK_ACCESS_TRANSFER_READ_BIT};
-            vkCmdPipelineBarrier(j.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &after,
-                                 0, nullptr, 0, nullptr);
-            VkBufferCopy region{j.out_off, 0, j.bytes};
-            vkCmdCopyBuffer(j.cb, j.buf, j.copy, 1, &region);
-            VkMemoryBarrier host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                                 VK_ACCESS_HOST_READ_BIT};
-            vkCmdPipelineBarrier(j.cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &host, 0, nullptr,
-                                 0, nullptr);
-            vkEndCommandBuffer(j.cb);
-        });
+        threads.emplace_back([&, i] { results[i] = record_between_host_work(jobs[i], plans[i]); });
     for (auto& t : threads) t.join();
     ASSERT_EQ(results[0], VKSM_SUCCESS) << vksm_context_last_error(ctx);
     ASSERT_EQ(results[1], VKSM_SUCCESS) << vksm_context_last_error(ctx);
     submit({jobs[0].cb, jobs[1].cb});
 
     for (int i = 0; i < 2; ++i) {
-        const Job& j = jobs[i];
+        const HostJob& j = jobs[i];
         const float* x = reinterpret_cast<const float*>(static_cast<const char*>(j.map) + j.in_off);
         const float* y = static_cast<const float*>(j.copy_map);
         const auto ref = reference(x, rows[i], cols[i], i == 1);
@@ -420,10 +455,10 @@ TEST_P(Embed, ContextsFromSeveralThreads) {
 }
 
 // Misuse of the C API is refused with an error code and a message, never a
-// crash: NULL pointers, unknown enums, empty and absurd shapes, buffer
-// ranges smaller than the tensor, misaligned offsets, a missing or short
-// workspace, a corrupt pipeline-cache blob, message buffers of 0 and 1 byte.
-TEST_P(Embed, MisuseIsRefused) {
+// crash. Creating a context: NULL pointers, no device, message buffers of
+// 0 and 1 byte; a corrupt pipeline-cache blob is ignored by the driver, not
+// trusted.
+TEST_P(Embed, ContextMisuseIsRefused) {
     const vksm_context_desc host_desc = desc();
     vksm_context ctx = reinterpret_cast<vksm_context>(&messages_);  // must be cleared on failure
     EXPECT_EQ(vksm_context_create(nullptr, &ctx, nullptr, 0), VKSM_ERROR_INVALID_ARGUMENT);
@@ -438,14 +473,30 @@ TEST_P(Embed, MisuseIsRefused) {
     EXPECT_EQ(vksm_context_create(&no_device, &ctx, untouched, 0), VKSM_ERROR_INVALID_ARGUMENT);
     EXPECT_STREQ(untouched, "abc") << "a 0-byte message buffer was written";
 
-    // A corrupt pipeline-cache blob is ignored by the driver, not trusted.
     std::vector<uint8_t> garbage(300, 0xA5);
     vksm_context_desc corrupt = host_desc;
     corrupt.pipeline_cache_data = garbage.data();
     corrupt.pipeline_cache_size = garbage.size();
     char why[256] = "";
     ASSERT_EQ(vksm_context_create(&corrupt, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
+    size_t blob = 0;
+    EXPECT_EQ(vksm_pipeline_cache_data(ctx, nullptr, nullptr), VKSM_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ(vksm_pipeline_cache_data(ctx, nullptr, &blob), VKSM_SUCCESS);
+    if (blob > 1) {
+        std::vector<uint8_t> small(blob - 1);
+        size_t small_size = small.size();
+        EXPECT_EQ(vksm_pipeline_cache_data(ctx, small.data(), &small_size), VKSM_ERROR_INVALID_ARGUMENT);
+    }
+    vksm_context_destroy(ctx);
+    vksm_context_destroy(nullptr);
+    EXPECT_STREQ(vksm_context_last_error(nullptr), "no context");
+}
 
+// Creating a plan: NULL pointers, unknown enums, a negative temperature or
+// scale and the two disagreeing, absurd shapes; the plan's queries on NULL.
+TEST_P(Embed, PlanMisuseIsRefused) {
+    vksm_context ctx = nullptr;
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
     vksm_plan plan = nullptr;
     const vksm_problem good{4, 1000, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
     EXPECT_EQ(vksm_plan_create(ctx, nullptr, &plan), VKSM_ERROR_INVALID_ARGUMENT);
@@ -482,16 +533,17 @@ TEST_P(Embed, MisuseIsRefused) {
     VkDeviceSize size = 1, alignment = 1;
     vksm_plan_workspace(nullptr, &size, &alignment);
     EXPECT_EQ(size, 0u);
-    size_t blob = 0;
-    EXPECT_EQ(vksm_pipeline_cache_data(ctx, nullptr, nullptr), VKSM_ERROR_INVALID_ARGUMENT);
-    ASSERT_EQ(vksm_pipeline_cache_data(ctx, nullptr, &blob), VKSM_SUCCESS);
-    if (blob > 1) {
-        std::vector<uint8_t> small(blob - 1);
-        size_t small_size = small.size();
-        EXPECT_EQ(vksm_pipeline_cache_data(ctx, small.data(), &small_size), VKSM_ERROR_INVALID_ARGUMENT);
-    }
+    vksm_plan_destroy(nullptr);
+    vksm_context_destroy(ctx);
+}
 
-    // Recording: a split plan (it needs a workspace) against bad buffers.
+// Recording a split plan (it needs a workspace) against bad buffers: none,
+// a range short of the tensor, a misaligned offset, no or a short
+// workspace; a NULL plan or command buffer. Nothing is recorded.
+TEST_P(Embed, RecordMisuseIsRefused) {
+    vksm_context ctx = nullptr;
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
+    vksm_plan plan = nullptr;
     const vksm_problem split{2, 70001, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
     ASSERT_EQ(vksm_plan_create(ctx, &split, &plan), VKSM_SUCCESS) << vksm_context_last_error(ctx);
     ASSERT_EQ(vksm_plan_passes(plan), 2u);
@@ -517,12 +569,9 @@ TEST_P(Embed, MisuseIsRefused) {
     }
     EXPECT_EQ(vksm_record(nullptr, cb, in, out, work, VK_NULL_HANDLE, 0), VKSM_ERROR_INVALID_ARGUMENT);
     EXPECT_EQ(vksm_record(plan, VK_NULL_HANDLE, in, out, work, VK_NULL_HANDLE, 0), VKSM_ERROR_INVALID_ARGUMENT);
-    vkEndCommandBuffer(cb);  // nothing was recorded by the refused calls
+    EXPECT_EQ(vkEndCommandBuffer(cb), VK_SUCCESS) << "vkEndCommandBuffer after the refused calls";
     vksm_plan_destroy(plan);
-    vksm_plan_destroy(nullptr);
     vksm_context_destroy(ctx);
-    vksm_context_destroy(nullptr);
-    EXPECT_STREQ(vksm_context_last_error(nullptr), "no context");
 }
 
 // Four independent problems recorded as one batch into one host buffer

@@ -31,6 +31,15 @@ DeviceInfo h200() {
     return d;
 }
 
+// An H200's description counting its multiprocessors as an H100's
+// VK_NV_shader_sm_builtins does (132), which the rules that keep grids
+// resident need.
+DeviceInfo counted_h100() {
+    DeviceInfo d = h200();
+    d.multiprocessors = 132;
+    return d;
+}
+
 // `d` as lavapipe reports itself (Mesa's driver ID and vendor), for the
 // rules that read the driver.
 DeviceInfo as_llvmpipe(DeviceInfo d) {
@@ -63,6 +72,19 @@ Problem rows_of(uint64_t rows, uint64_t cols, Dtype dt = Dtype::f32) {
 
 std::string what(const Problem& p) { return std::string(dtype_name(p.dtype)) + " " + to_string(p.shape); }
 
+// Options that let the plan take the single-pass path, and that force it.
+PlanOptions single_pass_allowed() {
+    PlanOptions allowed;
+    allowed.single_pass = SinglePass::allowed;
+    return allowed;
+}
+
+PlanOptions single_pass_forced() {
+    PlanOptions forced = single_pass_allowed();
+    forced.path = Path::single_pass;
+    return forced;
+}
+
 // Rows of up to 32 x the subgroup size take a subgroup each (1024 at 32),
 // up to 32 x the largest workgroup a workgroup each (32768 at 1024), longer
 // ones the split path (the single-pass path only where allowed); without
@@ -80,8 +102,7 @@ TEST(Plan, PathByRowLength) {
         EXPECT_EQ(choose_path(d, p), w.path) << what(p) << ": " << path_name(choose_path(d, p));
         EXPECT_EQ(plan_geometry(d, p).path, w.path) << what(p);
     }
-    PlanOptions allowed;
-    allowed.single_pass = SinglePass::allowed;
+    const PlanOptions allowed = single_pass_allowed();
     EXPECT_EQ(choose_path(d, rows_of(16, 32769), allowed), Path::single_pass);
     EXPECT_EQ(choose_path(without_subgroups(), rows_of(16, 1000)), Path::workgroup_row);
     EXPECT_THROW(choose_path(without_subgroups(), rows_of(16, 1000), PlanOptions{Reduction::automatic, 0, Path::subgroup_row}),
@@ -175,9 +196,7 @@ TEST(Plan, OddRowsTakeVectors) {
     EXPECT_FALSE(plan_geometry(d, rows_of(64, 1020)).key[0].odd_rows);
     // Split and single-pass: fp32 scalar; fp16 chunks cover the longest
     // window, 1 + 7 elements past the row.
-    PlanOptions single;
-    single.single_pass = SinglePass::allowed;
-    for (const PlanOptions& options : {PlanOptions{}, single}) {
+    for (const PlanOptions& options : {PlanOptions{}, single_pass_allowed()}) {
         const Plan split = plan_geometry(d, rows_of(1, 4096 * 512 + 1), options);
         EXPECT_EQ(split.key[0].vec, 1u);
         EXPECT_FALSE(split.key[0].odd_rows);
@@ -207,12 +226,9 @@ Problem masked_attention(uint64_t batch, uint64_t heads, uint64_t n, Dtype dtype
 }
 
 // A workgroup row is held in up to 16 slots per invocation, in the smallest
-// power-of-two workgroup of at least 4 subgroups that holds it; forward
-// 16-bit rows past 16 elements per invocation of the largest workgroup are
-// read in tiles of 16384, at 1024 x 4 slots, or at 512 x 8
-// (kHalfRowTileSlots) where the rows are a multiple of 8 long, make one
-// and a half waves of the device's counted multiprocessors (132 here: 198
-// rows) and have no attention options.
+// power-of-two workgroup of at least 4 subgroups that holds it; 16-bit
+// rows read 16 bytes at a time keep their slot count even (12888 fp16 at
+// 256 x 14).
 TEST(Plan, WorkgroupRows) {
     const DeviceInfo d = h200();
     const Plan f32 = plan_geometry(d, rows_of(1024, 32768));
@@ -221,13 +237,23 @@ TEST(Plan, WorkgroupRows) {
     EXPECT_EQ(f32.key[0].slots, 16u);
     EXPECT_EQ(f32.key[0].vec, 4u);
 
-    DeviceInfo counted = d;
-    counted.multiprocessors = 132;
-    // 16-bit forward rows past 16 elements an invocation of 1024: read in
-    // tiles at 1024 x 4, or at 512 x 8 where 16-byte rows make more than one
-    // wave (kHalfRowTileWaves); held whole at 1024 x 5-8 where rows a
-    // multiple of 4 long make at most one (kHeldHalfRowMaxWaves). With no
-    // multiprocessor count every one keeps the tiles at 1024 x 4.
+    const Plan even = plan_geometry(d, rows_of(1280, 12888, Dtype::f16));
+    EXPECT_EQ(even.key[0].workgroup_size, 256u) << "f16 1280x12888: " << even.key[0].id();
+    EXPECT_EQ(even.key[0].slots, 14u) << "f16 1280x12888: " << even.key[0].id();
+    EXPECT_EQ(even.key[0].vec, 8u) << "f16 1280x12888: " << even.key[0].id();
+}
+
+// Forward 16-bit rows past 16 elements per invocation of the largest
+// workgroup are read in tiles of 16384, at 1024 x 4 slots, or at 512 x 8
+// (kHalfRowTileSlots) where the rows are a multiple of 8 long and make
+// more than one wave of the device's counted multiprocessors (132 here;
+// kHalfRowTileWaves); they are held whole at 1024 x 5-8 where rows a
+// multiple of 4 long make at most one (kHeldHalfRowMaxWaves) and have no
+// attention options. With no multiprocessor count every one keeps the
+// tiles at 1024 x 4; so do causal rows and strided rows (read an element
+// at a time, not in 16-byte windows).
+TEST(Plan, LongHalfRowsInTilesOrHeldByWaves) {
+    const DeviceInfo d = h200(), counted = counted_h100();
     const ShaderKind tiles = ShaderKind::row_in_tiles, held = ShaderKind::row_in_registers;
     struct LongRowCase { Dtype dtype; bool log; uint64_t rows, cols; ShaderKind kind; uint32_t workgroup, slots, vec; };
     for (const LongRowCase& c :
@@ -264,8 +290,6 @@ TEST(Plan, WorkgroupRows) {
     EXPECT_EQ(attention.key[0].kind, ShaderKind::row_in_tiles) << causal_rows;
     EXPECT_EQ(attention.key[0].workgroup_size, 1024u) << causal_rows;
     EXPECT_EQ(attention.key[0].slots, 4u) << causal_rows;
-    // Strided rows (inner > 1) are read an element at a time, not in
-    // 16-byte windows, and keep the largest workgroup's tiles.
     Problem strided = rows_of(128, 32768, Dtype::f16);
     strided.shape.inner = 4;  // 512 rows
     const Plan strided_plan = plan_geometry(counted, strided);
@@ -274,21 +298,24 @@ TEST(Plan, WorkgroupRows) {
     EXPECT_EQ(strided_plan.key[0].vec, 1u) << strided_rows;
     EXPECT_EQ(strided_plan.key[0].workgroup_size, 1024u) << strided_rows;
     EXPECT_EQ(strided_plan.key[0].slots, 4u) << strided_rows;
+}
 
-    // Batches too small to fill the device with two-subgroup workgroups
-    // (counted multiprocessors, 132): 16-bit rows and rows not a multiple of
-    // 4 long that two subgroups would hold at 5-8 slots take 256 x 2 up to
-    // two waves (kFewRowsMaxWaves); those not a multiple of 4 long at 6-8
-    // slots take four subgroups up to 8 waves (kOddRowsWideMaxWaves; 16-bit
-    // log-softmax past 6 slots up to 4, kOddHalfLogRowsWideMaxWaves), and so
-    // do fp32 rows a multiple of 4 long at 7-8 slots (kFloatRowsWideMinSlots,
-    // kFloatRowsWideMaxWaves); fp32 rows a multiple of 4 long at 5-6 slots,
-    // 16-bit ones past two waves, every row on a device that does not count
-    // its multiprocessors, and strided rows (16 rows of 2048, inner 4; not
-    // measured), keep the rules of larger batches. Rows a multiple of 4
-    // long that four subgroups would hold at 16 slots (8192; 7168 at 14
-    // keeps four) take 256 x 8 up to two waves too, but a single fp32
-    // softmax row.
+// Batches too small to fill the device with two-subgroup workgroups
+// (counted multiprocessors, 132): 16-bit rows and rows not a multiple of
+// 4 long that two subgroups would hold at 5-8 slots take 256 x 2 up to
+// two waves (kFewRowsMaxWaves); those not a multiple of 4 long at 6-8
+// slots take four subgroups up to 8 waves (kOddRowsWideMaxWaves; 16-bit
+// log-softmax past 6 slots up to 4, kOddHalfLogRowsWideMaxWaves), and so
+// do fp32 rows a multiple of 4 long at 7-8 slots (kFloatRowsWideMinSlots,
+// kFloatRowsWideMaxWaves); fp32 rows a multiple of 4 long at 5-6 slots,
+// 16-bit ones past two waves, every row on a device that does not count
+// its multiprocessors, and strided rows (16 rows of 2048, inner 4; not
+// measured), keep the rules of larger batches. Rows a multiple of 4
+// long that four subgroups would hold at 16 slots (8192; 7168 at 14
+// keeps four) take 256 x 8 up to two waves too, but a single fp32
+// softmax row.
+TEST(Plan, FewRowsTakeWiderWorkgroups) {
+    const DeviceInfo d = h200(), counted = counted_h100();
     struct FewRowsCase {
         Dtype dtype;
         bool log;
@@ -324,10 +351,13 @@ TEST(Plan, WorkgroupRows) {
         EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
         EXPECT_EQ(plan.key[0].slots, c.slots) << which;
     }
+}
 
-    // Rows that two subgroups hold at 8 slots take two (kNarrowRowSubgroups):
-    // 2048 at 64 x 8, 1500 at 64 x 6; 4096 stays at four, 128 x 8; the
-    // backward pass keeps four.
+// Rows that two subgroups hold at 8 slots take two (kNarrowRowSubgroups):
+// 2048 at 64 x 8, 1500 at 64 x 6; 4096 stays at four, 128 x 8; the
+// backward pass keeps four.
+TEST(Plan, NarrowRowsTakeTwoSubgroups) {
+    const DeviceInfo d = h200();
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
         const Plan narrow = plan_geometry(d, rows_of(65536, 2048, dt));
         EXPECT_EQ(narrow.key[0].workgroup_size, 64u) << dtype_name(dt) << " 65536x2048";
@@ -336,11 +366,21 @@ TEST(Plan, WorkgroupRows) {
         EXPECT_EQ(wide.key[0].workgroup_size, 128u) << dtype_name(dt) << " 32768x4096";
         EXPECT_EQ(wide.key[0].slots, 8u) << dtype_name(dt) << " 32768x4096";
     }
-    // Masked bf16 attention rows of up to 4096 take at least four subgroups
-    // at up to 8 slots (kMaskedBf16MaxSlots): (1, 32, 2048, 2048) at 128 x 4,
-    // 4096 at 128 x 8; longer ones as before, (1, 1, 8192, 8192) at 128 x 16.
-    // f16 masked rows and bf16 causal ones without a mask keep the narrow
-    // 64 x 8.
+    const Plan six = plan_geometry(d, rows_of(4096, 1500));
+    EXPECT_EQ(six.key[0].workgroup_size, 64u) << "f32 4096x1500: " << six.key[0].id();
+    EXPECT_EQ(six.key[0].slots, 6u) << "f32 4096x1500: " << six.key[0].id();
+    Problem backward = rows_of(65536, 2048);
+    backward.backward = true;
+    EXPECT_EQ(plan_geometry(d, backward).key[0].workgroup_size, 128u) << "backward f32 65536x2048";
+}
+
+// Masked bf16 attention rows of up to 4096 take at least four subgroups
+// at up to 8 slots (kMaskedBf16MaxSlots): (1, 32, 2048, 2048) at 128 x 4,
+// 4096 at 128 x 8; longer ones as before, (1, 1, 8192, 8192) at 128 x 16.
+// f16 masked rows and bf16 causal ones without a mask keep the narrow
+// 64 x 8.
+TEST(Plan, MaskedBf16RowsTakeFourSubgroups) {
+    const DeviceInfo d = h200();
     struct MaskedCase { Dtype dtype; bool mask; uint64_t heads, n; uint32_t workgroup, slots; };
     for (const MaskedCase& c : {MaskedCase{Dtype::bf16, true, 32, 2048, 128, 4}, {Dtype::bf16, true, 32, 4096, 128, 8},
                                 {Dtype::bf16, true, 1, 8192, 128, 16}, {Dtype::f16, true, 32, 2048, 64, 8},
@@ -354,9 +394,13 @@ TEST(Plan, WorkgroupRows) {
         EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
         EXPECT_EQ(plan.key[0].slots, c.slots) << which;
     }
-    // Forward rows not a multiple of 4 long keep two subgroups up to 7 slots
-    // (1789, a window of 1792, at 64 x 7) and take four where two would hold
-    // them at 8 (2045, a window of 2048, at 128 x 4; kOddRowNarrowSlots).
+}
+
+// Forward rows not a multiple of 4 long keep two subgroups up to 7 slots
+// (1789, a window of 1792, at 64 x 7) and take four where two would hold
+// them at 8 (2045, a window of 2048, at 128 x 4; kOddRowNarrowSlots).
+TEST(Plan, OddRowsTakeFourSubgroupsWhereTwoHoldThemAt8Slots) {
+    const DeviceInfo d = h200();
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (bool log : {false, true}) {
             struct OddCase { uint64_t cols; uint32_t workgroup, slots; };
@@ -370,19 +414,20 @@ TEST(Plan, WorkgroupRows) {
                 EXPECT_EQ(plan.key[0].slots, c.slots) << which;
             }
         }
-    const Plan odd = plan_geometry(d, rows_of(4096, 1500));
-    EXPECT_EQ(odd.key[0].workgroup_size, 64u) << "f32 4096x1500";
-    EXPECT_EQ(odd.key[0].slots, 6u) << "f32 4096x1500";
-    Problem backward = rows_of(65536, 2048);
-    backward.backward = true;
-    EXPECT_EQ(plan_geometry(d, backward).key[0].workgroup_size, 128u) << "backward f32 65536x2048";
-    // The backward pass holds rows of 32768 whole at 1024 x 8 slots in every
-    // storage type (y and dy: 64 floats an invocation) where they make one
-    // and a half waves of the multiprocessors (132 here: 198 rows), fp32
-    // and bf16 rows where they make more than one (133), and reads fewer,
-    // or rows on a device that does not count its multiprocessors, in tiles
-    // of 4 slots (rows whose chunks make one wave are spread over it
-    // instead: Plan.ShortRowsSpreadOverOneWave).
+}
+
+// The backward pass holds rows of 32768 whole at 1024 x 8 slots in every
+// storage type (y and dy: 64 floats an invocation) where they make one
+// and a half waves of the multiprocessors (132 here: 198 rows), fp32
+// and bf16 rows where they make more than one (133), and reads fewer,
+// or rows on a device that does not count its multiprocessors, in tiles
+// of 4 slots (rows whose chunks make one wave are spread over it
+// instead: Plan.ShortRowsSpreadOverOneWave). Rows not a multiple of 4
+// long: fp32 ones hold dy at 1024 x 8 rather than read it again, and keep
+// the tiles to one and a half waves (140 rows of 32001 measured 6% slower
+// whole); bf16 ones are held whole past one wave.
+TEST(Plan, BackwardLongRowsHeldWholeByWaves) {
+    const DeviceInfo d = h200(), counted = counted_h100();
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
         for (uint64_t rows : {132, 133, 197, 198, 256, 1024}) {
             Problem longest = rows_of(rows, 32768, dt);
@@ -409,10 +454,6 @@ TEST(Plan, WorkgroupRows) {
         EXPECT_EQ(uncounted.key[0].slots, 4u) << which << " with no multiprocessor count";
         EXPECT_EQ(plan_geometry(counted, two).path, Path::single_pass) << which << " on 132 multiprocessors";
     }
-    // Rows not a multiple of 4 long: fp32 ones hold dy at 1024 x 8 rather
-    // than read it again, and keep the tiles to one and a half waves (140
-    // rows of 32001 measured 6% slower whole); bf16 ones are held whole past
-    // one wave.
     struct OddCase { Dtype dtype; uint64_t rows; bool whole; };
     for (const OddCase& c : {OddCase{Dtype::f32, 140, false}, OddCase{Dtype::f32, 198, true},
                              OddCase{Dtype::bf16, 140, true}, OddCase{Dtype::f16, 140, false}}) {
@@ -424,12 +465,6 @@ TEST(Plan, WorkgroupRows) {
             << which << (c.whole ? ": read in tiles" : ": held whole");
         EXPECT_EQ(plan.key[0].slots, c.whole ? 8u : 4u) << which;
     }
-
-    // 12888 fp16: slot counts rounded up to even, for 16-byte accesses.
-    const Plan even = plan_geometry(d, rows_of(1280, 12888, Dtype::f16));
-    EXPECT_EQ(even.key[0].workgroup_size, 256u);
-    EXPECT_EQ(even.key[0].slots, 14u);
-    EXPECT_EQ(even.key[0].vec, 8u);
 }
 
 // bf16 rows take fp16's geometry: softmax, log-softmax and gradient rows
@@ -842,8 +877,7 @@ TEST(Plan, ForcedGeometryWithinTheSlotsAWorkgroupHolds) {
     const Plan halved = plan_geometry(d, rows_of(3, 40000), forced_slots(Path::workgroup_row, 16));
     EXPECT_EQ(halved.key[0].workgroup_size, 512u) << "f32 3x40000 forced to 16 slots";
     EXPECT_EQ(halved.key[0].slots, 16u) << "f32 3x40000 forced to 16 slots";
-    DeviceInfo counted = d;
-    counted.multiprocessors = 132;
+    const DeviceInfo counted = counted_h100();
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (bool backward : {false, true})
             for (uint64_t cols : {1, 7, 128, 1000, 2048, 4097, 12888, 16384, 20000, 32768, 65536, 1000003})
@@ -899,15 +933,6 @@ TEST(Plan, ForcedSlotsCutToTheRow) {
                         EXPECT_LT(4ull * (k.slots - step) * lanes, window) << which << ": not cut";
                     }
                 }
-}
-
-// An H200's description counting its multiprocessors as an H100's
-// VK_NV_shader_sm_builtins does (132), which the rules that keep grids
-// resident need.
-DeviceInfo counted_h100() {
-    DeviceInfo d = h200();
-    d.multiprocessors = 132;
-    return d;
 }
 
 // A shape, storage type and the path a rule must choose for it.
@@ -998,22 +1023,29 @@ TEST(Plan, NonfiniteFoundBySumWhereTheDriverAllows) {
 // the backward pass, attention options, the subgroup-row and split paths,
 // the shared-memory reduction or drivers not measured. The option forces
 // either form on forward single-pass and workgroup-row problems without
-// attention options.
-TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
+// attention options. The rule itself reads the driver and the row count,
+// and says why.
+TEST(Plan, SubgroupMaxRuleNamesTheDriver) {
     const DeviceInfo nv = counted_h100();
     const SubgroupMaxRule nvidia = subgroup_max_rule(nv, 1);
     EXPECT_TRUE(nvidia.by_key);
     EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
     EXPECT_FALSE(subgroup_max_rule(nv, 2).by_key) << "a batch of two rows";
-    DeviceInfo shared_memory = nv;
-    shared_memory.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT;
     const DeviceInfo llvmpipe = as_llvmpipe(nv);
     const SubgroupMaxRule other = subgroup_max_rule(llvmpipe, 1);
     EXPECT_FALSE(other.by_key);
     EXPECT_NE(other.reason.find("not measured"), std::string::npos) << other.reason;
     EXPECT_TRUE(subgroup_max_rule(llvmpipe, 16, SubgroupMax::integer_keys).by_key);
     EXPECT_FALSE(subgroup_max_rule(nv, 1, SubgroupMax::float_max).by_key);
+}
 
+// Single rows in single-pass chunks, and batches of them (only when
+// forced); see SubgroupMaxRuleNamesTheDriver.
+TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
+    const DeviceInfo nv = counted_h100();
+    DeviceInfo shared_memory = nv;
+    shared_memory.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT;
+    const DeviceInfo llvmpipe = as_llvmpipe(nv);
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (uint64_t cols : {32768u, 131072u, 524288u})
             for (bool log : {false, true}) {
@@ -1071,8 +1103,16 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
         EXPECT_FALSE(plan.key[0].subgroup_max_by_key) << what(batch) << ": " << plan.key[0].id();
         EXPECT_TRUE(plan_geometry(nv, batch, keys).key[0].subgroup_max_by_key) << what(batch) << " forced keys";
     }
-    // Single rows a workgroup holds take them too; batches of such rows
-    // only when forced.
+}
+
+// Single rows a workgroup holds take integer keys too, batches of such
+// rows only when forced; never where a subgroup holds a row, nor on the
+// split path, forced or not.
+TEST(Plan, SubgroupMaxOnIntegerKeysForHeldRows) {
+    const DeviceInfo nv = counted_h100();
+    const DeviceInfo llvmpipe = as_llvmpipe(nv);
+    PlanOptions keys;
+    keys.rules.subgroup_max = SubgroupMax::integer_keys;
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (uint64_t cols : {2048u, 4096u, 8192u}) {
             const Problem row = rows_of(1, cols, dt);
@@ -1085,8 +1125,6 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForSingleRows) {
             EXPECT_FALSE(plan_geometry(nv, batch).key[0].subgroup_max_by_key) << what(batch);
             EXPECT_TRUE(plan_geometry(nv, batch, keys).key[0].subgroup_max_by_key) << what(batch) << " forced keys";
         }
-    // Never where a subgroup holds a row, nor on the split path, forced or
-    // not.
     PlanOptions split = keys;
     split.path = Path::split;
     for (const auto& [problem, options] : {std::pair<Problem, PlanOptions>{rows_of(1, 1000), PlanOptions{}},
@@ -1156,8 +1194,7 @@ TEST(Plan, SinglePassRule) {
     EXPECT_TRUE(nvidia.resident_batches_only);
     EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
     EXPECT_EQ(choose_path(h200(), p), Path::split);
-    PlanOptions allowed;
-    allowed.single_pass = SinglePass::allowed;
+    const PlanOptions allowed = single_pass_allowed();
     EXPECT_EQ(choose_path(h200(), p, allowed), Path::single_pass);
     EXPECT_EQ(choose_path(without_memory_model(), p, allowed), Path::split);
     PlanOptions never;
@@ -1172,9 +1209,7 @@ TEST(Plan, SinglePassRule) {
     unknown.vendor_id = 0x1234;
     EXPECT_NE(single_pass_rule(unknown).reason.find("not measured"), std::string::npos) << single_pass_rule(unknown).reason;
 
-    PlanOptions forced;
-    forced.path = Path::single_pass;
-    forced.single_pass = SinglePass::allowed;
+    const PlanOptions forced = single_pass_forced();
     EXPECT_EQ(plan_geometry(h200(), p, forced).path, Path::single_pass);
     try {
         plan_geometry(without_memory_model(), p, forced);
@@ -1329,8 +1364,7 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
     PlanOptions never;
     never.single_pass = SinglePass::never;
     EXPECT_EQ(choose_path(h100, rows_of(1, 32768), never), Path::workgroup_row);
-    PlanOptions allowed;
-    allowed.single_pass = SinglePass::allowed;
+    const PlanOptions allowed = single_pass_allowed();
     EXPECT_EQ(choose_path(h100, rows_of(1, 32768), allowed), Path::workgroup_row)
         << "allowed takes the path for rows past a workgroup, as before";
 }
@@ -1674,16 +1708,46 @@ TEST(Plan, BackwardSingleRowsInHalfAsManyChunks) {
     EXPECT_EQ(kept.key[0].slots, 4u) << "backward 1x524288 forced to chunks of 4096";
 }
 
+// `o` with a forced workgroup size, slot count and chunk length (0: the plan's).
+PlanOptions overridden(const PlanOptions& base, uint32_t workgroup_size, uint32_t slots, uint32_t chunk_elements) {
+    PlanOptions o = base;
+    o.workgroup_size = workgroup_size;
+    o.slots = slots;
+    o.chunk_elements = chunk_elements;
+    return o;
+}
+
+// Every single-pass chunk of rows x cols on `d` holds elements, in
+// multiples of 8, and the chunks cover the row.
+void expect_chunks_filled(const DeviceInfo& d, const PlanOptions& o, uint64_t rows, uint64_t cols, Dtype dt) {
+    const Plan plan = plan_geometry(d, rows_of(rows, cols, dt), o);
+    const std::string which = std::string(dtype_name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                              " at " + std::to_string(o.workgroup_size) + " x " + std::to_string(o.slots) + ": " +
+                              std::to_string(plan.push.chunks) + " chunks of " + std::to_string(plan.push.chunk);
+    EXPECT_EQ(plan.push.chunk % 8, 0u) << which;
+    EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, cols) << which << ": the last one empty";
+    EXPECT_GE(uint64_t{plan.push.chunks} * plan.push.chunk, cols) << which << ": the row not covered";
+}
+
+// The single-pass chunks of 1 x cols under options `o` on an H200: their
+// count and length.
+Plan expect_chunks(const PlanOptions& o, uint64_t cols, uint32_t chunks, uint32_t chunk) {
+    const Plan plan = plan_geometry(h200(), rows_of(1, cols), o);
+    EXPECT_EQ(plan.push.chunks, chunks) << "1x" << cols << " at " << o.workgroup_size << " x " << o.slots;
+    EXPECT_EQ(plan.push.chunk, chunk) << "1x" << cols << " at " << o.workgroup_size << " x " << o.slots;
+    return plan;
+}
+
 // Single-pass rows: about 1024 chunks over all rows, at most 512 a row and
 // at least 4096 elements each (16384 in batches of 8 rows or more), a power
 // of two of them; a chunk of up to 8 slots x 256 invocations is one tile
-// (held in registers), longer ones are whole tiles of 4 slots. A workgroup per chunk; the workspace holds two
-// banks of partials (alternate calls), then a count per row, and must start
-// zeroed.
+// (held in registers), longer ones are whole tiles of 4 slots. A workgroup
+// per chunk; the workspace holds two banks of partials (alternate calls),
+// then a count per row, and must start zeroed. The split path's plans need
+// no zeroed workspace.
 TEST(Plan, SinglePassChunks) {
     const DeviceInfo d = h200();
-    PlanOptions allowed;
-    allowed.single_pass = SinglePass::allowed;
+    const PlanOptions allowed = single_pass_allowed();
     const Plan one = plan_geometry(d, rows_of(1, 1u << 24), allowed);
     ASSERT_EQ(one.path, Path::single_pass);
     EXPECT_EQ(one.passes, 1u);
@@ -1711,69 +1775,47 @@ TEST(Plan, SinglePassChunks) {
     const Plan vocab = plan_geometry(d, rows_of(128, 151936), allowed);
     EXPECT_EQ(vocab.push.chunk, 20480u);
     EXPECT_EQ(vocab.push.chunks, 8u);
+    EXPECT_FALSE(plan_geometry(without_memory_model(), rows_of(1, 1u << 24)).workspace_zeroed);
+}
 
-    // Fewer rows than a batch take the chunk count's share of the row, in
-    // multiples of 8, where tiles would leave chunks empty (4 of 1x49152's
-    // 16 chunks of 4096): every chunk holds elements, and chunks of a tile
-    // or less stay in the slots (the tile keeps its 4 slots).
-    const Plan filled = plan_geometry(d, rows_of(1, 49152), allowed);
+// Fewer rows than a batch take the chunk count's share of the row, in
+// multiples of 8, where tiles would leave chunks empty (4 of 1x49152's
+// 16 chunks of 4096): every chunk holds elements, and chunks of a tile
+// or less stay in the slots (the tile keeps its 4 slots).
+TEST(Plan, SinglePassChunksAllHoldElements) {
+    const DeviceInfo d = h200();
+    const PlanOptions forced = single_pass_forced();
+    const Plan filled = plan_geometry(d, rows_of(1, 49152), single_pass_allowed());
     EXPECT_EQ(filled.push.chunks, 16u);
     EXPECT_EQ(filled.push.chunk, 3072u);
     EXPECT_EQ(filled.key[0].slots, 4u);
-    PlanOptions forced = allowed;
-    forced.path = Path::single_pass;
     EXPECT_EQ(plan_geometry(d, rows_of(1, 30000), forced).push.chunk, 4096u) << "1x30000 fills 8 of 4096";
     EXPECT_EQ(plan_geometry(d, rows_of(1, 28672), forced).push.chunk, 3584u) << "1x28672 would fill 7 of 8";
-    // Every chunk of rows x cols holds elements, in multiples of 8, and the
-    // chunks cover the row.
-    auto expect_filled = [&](const PlanOptions& o, uint64_t rows, uint64_t cols, Dtype dt) {
-        const Plan plan = plan_geometry(d, rows_of(rows, cols, dt), o);
-        const std::string which = std::string(dtype_name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                  " at " + std::to_string(o.workgroup_size) + " x " + std::to_string(o.slots) + ": " +
-                                  std::to_string(plan.push.chunks) + " chunks of " + std::to_string(plan.push.chunk);
-        EXPECT_EQ(plan.push.chunk % 8, 0u) << which;
-        EXPECT_LT(uint64_t{plan.push.chunks - 1} * plan.push.chunk, cols) << which << ": the last one empty";
-        EXPECT_GE(uint64_t{plan.push.chunks} * plan.push.chunk, cols) << which << ": the row not covered";
-    };
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
         for (uint64_t rows = 1; rows < 8; ++rows)
             for (uint64_t cols : {4100ull, 20480ull, 28672ull, 30011ull, 49152ull, 98304ull, 100000ull, 196608ull, 1000003ull, 1ull << 24})
-                expect_filled(forced, rows, cols, dt);
+                expect_chunks_filled(d, forced, rows, cols, dt);
+}
 
-    // Overrides keep both: the smallest chunks in workgroups of 32 on 1x16M
-    // (at least 16M / (32 x 32) = 16384 elements, 1024 chunks) and slots 3
-    // on 1x100000 (tiles of 3072: 33 chunks, rounded up to 64).
-    auto overridden = [&](const PlanOptions& base, uint32_t workgroup_size, uint32_t slots, uint32_t chunk_elements) {
-        PlanOptions o = base;
-        o.workgroup_size = workgroup_size;
-        o.slots = slots;
-        o.chunk_elements = chunk_elements;
-        return o;
-    };
-    auto expect_chunks = [&](const PlanOptions& o, uint64_t cols, uint32_t chunks, uint32_t chunk) {
-        const Plan plan = plan_geometry(d, rows_of(1, cols), o);
-        EXPECT_EQ(plan.push.chunks, chunks) << "1x" << cols << " at " << o.workgroup_size << " x " << o.slots;
-        EXPECT_EQ(plan.push.chunk, chunk) << "1x" << cols << " at " << o.workgroup_size << " x " << o.slots;
-        return plan;
-    };
+// Overrides keep both: the smallest chunks in workgroups of 32 on 1x16M
+// (at least 16M / (32 x 32) = 16384 elements, 1024 chunks) and slots 3
+// on 1x100000 (tiles of 3072: 33 chunks, rounded up to 64). A forced
+// workgroup or slot count alone keeps the chunks filled: 1x49152 in
+// workgroups of 512 (tiles of 8192) takes 8 chunks of 6144, not 8 of 8192
+// with 2 empty; 4 slots forced on 1x98304 at 128 invocations (tiles of
+// 2048) take 32 of 3072, not 32 of 4096 with 8 empty. Every row, both
+// overrides: no chunk empty.
+TEST(Plan, SinglePassChunksUnderOverrides) {
+    const PlanOptions allowed = single_pass_allowed(), forced = single_pass_forced();
     expect_chunks(overridden(allowed, 32, 0, 1), 1u << 24, 1024, 16384);
     EXPECT_EQ(expect_chunks(overridden(allowed, 0, 3, 1), 100000, 64, 3072).workspace_bytes, 2 * 64u * 16 + 16);
-
-    // A forced workgroup or slot count alone keeps the chunks filled: 1x49152
-    // in workgroups of 512 (tiles of 8192) takes 8 chunks of 6144, not 8 of
-    // 8192 with 2 empty; 4 slots forced on 1x98304 at 128 invocations (tiles
-    // of 2048) take 32 of 3072, not 32 of 4096 with 8 empty. Every row, both
-    // overrides: no chunk empty.
     const PlanOptions wide = overridden(forced, 512, 0, 0), slim = overridden(forced, 128, 4, 0);
     expect_chunks(wide, 49152, 8, 6144);
     expect_chunks(slim, 98304, 32, 3072);
     for (const PlanOptions& o : {wide, slim})
         for (uint64_t rows = 1; rows < 8; ++rows)
             for (uint64_t cols : {20480ull, 30011ull, 49152ull, 98304ull, 196608ull, 1000003ull})
-                expect_filled(o, rows, cols, Dtype::f32);
-
-    // The split path's plans need no zeroed workspace.
-    EXPECT_FALSE(plan_geometry(without_memory_model(), rows_of(1, 1u << 24)).workspace_zeroed);
+                expect_chunks_filled(h200(), o, rows, cols, Dtype::f32);
 }
 
 // lavapipe as vksoftmax sees it (Mesa 22.3 on x86-64): a CPU device whose
