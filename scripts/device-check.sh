@@ -22,7 +22,12 @@
 #
 # On an NVIDIA H100 the suite takes about 390 s and the catalogue about 330
 # each way (H200); the stages let a gate be run in pieces where a run's
-# time is bounded.
+# time is bounded. VKSOFTMAX_SUITE_SHARDS=N (default 1) runs the suite as N
+# processes at once, each a googletest shard of it (GTEST_SHARD_INDEX), its
+# log in tests.K.txt: each process builds its own pipelines, so the shards
+# share out the driver's shader compiles over the machine's cores. No test
+# of the suite times anything, so the shards sharing the GPU change no
+# result.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-} VKSOFTMAX_CLI=$PWD/build/bin/vksoftmax
 export VKSOFTMAX_FULL_SWEEPS=1
@@ -41,9 +46,34 @@ run() {  # whether $stage includes part $1 (suite, programs or conformance)
 demo_rc=- tests_rc=- cli_rc=- concurrency_rc=- embed_rc=- fused_rc=- embed_tests_rc=- bench_rc=- conf_rc=- conf2_rc=-
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
 build/bin/vksoftmax devices | tee "$out/devices.txt"
+# The GPU suite in $VKSOFTMAX_SUITE_SHARDS processes at once; its status: 0
+# where every shard passed, else the first failing shard's.
+suite() {
+  local shards=${VKSOFTMAX_SUITE_SHARDS:-1} status=0 shard_rc
+  if [ "$shards" = 1 ]; then
+    build/bin/vksoftmax_tests --gtest_brief=1 > "$out/tests.txt" 2>&1
+    return
+  fi
+  local pids=() logs=()
+  for ((k = 0; k < shards; ++k)); do
+    logs+=("$out/tests.$k.txt")
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$k build/bin/vksoftmax_tests --gtest_brief=1 > "${logs[$k]}" 2>&1 &
+    pids+=($!)
+  done
+  for ((k = 0; k < shards; ++k)); do
+    wait "${pids[$k]}"; shard_rc=$?
+    echo "suite shard $k of $shards: rc=$shard_rc, $(grep -E "tests? from .* ran" "${logs[$k]}" | tail -1)"
+    [ "$status" = 0 ] && status=$shard_rc
+  done
+  cat "${logs[@]}" > "$out/tests.txt"
+  return "$status"
+}
 if run suite; then
-  build/bin/vksoftmax_tests --gtest_brief=1 2>&1 | tee "$out/tests.txt" | grep -vE "^\s*$" | tail -6; tests_rc=${PIPESTATUS[0]}
-  grep "^GPU tests on" "$out/tests.txt"
+  start=$SECONDS
+  suite; tests_rc=$?
+  grep -vE "^\s*$" "$out/tests.txt" | tail -6
+  echo "suite: $((SECONDS - start)) s, ${VKSOFTMAX_SUITE_SHARDS:-1} shard(s)"
+  grep "^GPU tests on" "$out/tests.txt" | sort -u
   grep -A5 "Failure" "$out/tests.txt" | cut -c1-300 | head -12
 fi
 if run programs; then
