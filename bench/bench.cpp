@@ -14,6 +14,7 @@
 #include <future>
 
 #include "vksoftmax/accuracy.hpp"
+#include "vksoftmax/attention.hpp"
 #include "vksoftmax/barrier.hpp"
 #include "vksoftmax/buffer.hpp"
 #include "vksoftmax/context.hpp"
@@ -72,7 +73,7 @@ struct AttentionMask {
         std::uniform_real_distribution<float> value(-4.f, 0.f);
         host.resize(plan.mask_bytes);
         // Each (mask_batch, mask_heads) slice an (n, n) mask of its own values.
-        const uint64_t elements = plan.mask_bytes / dtype_size(dtype);
+        const uint64_t elements = attention_layout(plan.problem).mask_elements;
         for (uint64_t e = 0; e < elements; ++e) {
             const uint64_t q = e / n % n, j = e % n;
             const float v = j > q ? -std::numeric_limits<float>::infinity() : value(rng);

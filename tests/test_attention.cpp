@@ -191,6 +191,40 @@ TEST_F(AttentionTest, AttentionOptionsOnEveryPath) {
     EXPECT_GE(runs, 48u) << "cases run";
 }
 
+// A 16-bit mask of an odd element count, (3, 151) over rows of 151 (not a
+// multiple of 4: the mask read element by element), its last element
+// finite: the shaders read it from a 32-bit word whose second half lies
+// past the mask's elements, which its buffer holds (mask_buffer_bytes()).
+// Read as 0 from the mask's bytes alone, the tensor's last output was 10x
+// its value on lavapipe (mask -2.32 there). fp16 and bf16 masks over fp32
+// and 16-bit tensors, on every path.
+TEST_F(AttentionTest, OddSixteenBitMaskReadToItsLastElement) {
+    const uint64_t query_rows = 3, n = 151;
+    uint32_t variant = 0, runs = 0;
+    for (Dtype dtype : {Dtype::f32, Dtype::f16, Dtype::bf16})
+        for (Dtype mask_dtype : {Dtype::f16, Dtype::bf16}) {
+            Problem p = attention_problem(1, 1, query_rows, n, dtype);
+            p.attention.mask = true;
+            p.attention.mask_dtype = mask_dtype;
+            const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+            std::vector<float> mask = random_mask(query_rows, n, fresh_seed());
+            mask.back() = -3.0f;
+            ASSERT_EQ(mask.size() % 2, 1u) << "the mask's element count";
+            const std::vector<Path> paths = paths_for(n);
+            for (uint32_t k = 0; k < paths.size(); ++k) {
+                if (!sweep_runs(variant, k, static_cast<uint32_t>(paths.size()))) continue;
+                const AttentionOutcome o = run_attention(p, x, mask, {}, forced(paths[k]));
+                const size_t last = o.ref.size() - 1;
+                EXPECT_NEAR(o.got[last], o.ref[last], 1e-2 * o.ref[last])
+                    << describe_options(p) << " (" << path_name(o.plan.path) << "): the last output";
+                expect_within_bound(p, o, describe_options(p));
+                ++runs;
+            }
+            ++variant;
+        }
+    EXPECT_GE(runs, 6u) << "cases run";
+}
+
 // A geometry that puts query-major rows on one row kind (forced path,
 // workgroup size and slots), or in ranges of two (batch, head) slices.
 struct RowKindGeometry {

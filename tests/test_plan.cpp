@@ -467,6 +467,23 @@ TEST(Plan, BackwardLongRowsHeldWholeByWaves) {
     }
 }
 
+// A mask's buffer holds its elements, a 16-bit mask of an odd count 2
+// bytes more (the shaders read it two elements to a 32-bit word:
+// mask_buffer_bytes()): (255, 255) fp16 and bf16 130052 bytes, fp32
+// 260100; (256, 255) fp16 130560, its elements' bytes.
+TEST(Plan, MaskBuffersHoldWhole32BitWords) {
+    struct MaskCase { uint64_t query_rows, n; Dtype mask_dtype; uint64_t bytes; };
+    for (const MaskCase& c : {MaskCase{255, 255, Dtype::f16, 130052}, {255, 255, Dtype::bf16, 130052},
+                              {255, 255, Dtype::f32, 260100}, {256, 255, Dtype::f16, 130560}}) {
+        Problem p = masked_attention(1, 1, 1, Dtype::f32, c.mask_dtype);
+        p.shape = {c.query_rows, c.n, 1};
+        p.attention.query_rows = c.query_rows;
+        const Plan plan = plan_geometry(h200(), p);
+        EXPECT_EQ(plan.mask_bytes, c.bytes) << dtype_name(c.mask_dtype) << " mask of (" << c.query_rows << ", " << c.n
+                                            << ")";
+    }
+}
+
 // bf16 rows take fp16's geometry: softmax, log-softmax and gradient rows
 // alike (bf16 modules unroll their slot loops, so that 8 slots stay in
 // registers: softmax_common.glsl, UNROLL_SLOTS).

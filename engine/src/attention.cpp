@@ -80,4 +80,9 @@ double alibi_slope(uint64_t h, uint64_t heads, double max_bias) {
                                        : std::pow(m1, static_cast<double>(2 * (h - alibi_heads_log2(heads)) + 1));
 }
 
+uint64_t mask_buffer_bytes(uint64_t elements, Dtype dtype) {
+    const uint64_t bytes = elements * dtype_size(dtype);
+    return (bytes + 3) / 4 * 4;
+}
+
 }  // namespace vksoftmax

@@ -123,7 +123,7 @@ void plan_attention(const DeviceInfo& d, const Problem& problem, const Attention
     key.alibi = a.alibi_max_bias > 0.0;
     key.mask_per_head = a.mask && layout.mask_batch * layout.mask_heads > 1;
     key.lse = a.lse;
-    plan.mask_bytes = layout.mask_elements * dtype_size(a.mask_dtype);
+    plan.mask_bytes = mask_buffer_bytes(layout.mask_elements, a.mask_dtype);
     plan.sinks_bytes = layout.sinks * 4;
     plan.lse_bytes = layout.lse * 4;
     if (a.causal_offset < std::numeric_limits<int32_t>::min() || a.causal_offset > std::numeric_limits<int32_t>::max())

@@ -40,7 +40,8 @@ struct Case {
     bool spike_rows = false;
     double scale = 1.0;
     // The attention options (attention cases: a mask with about one element
-    // in eight -inf and mask row 5 entirely -inf; sinks near the rows' maxima).
+    // in eight -inf, mask row 5 entirely -inf and its last element finite;
+    // sinks near the rows' maxima).
     Attention attention;
     // The backward pass: y is the forward output of the case's rows (edge
     // rows included), dy normal(0, 1).
@@ -86,8 +87,8 @@ AttentionInputs make_attention_inputs(const Case& c, std::mt19937& rng) {
     std::uniform_real_distribution<float> value(-4.f, 0.f);
     in.mask.resize(layout.mask_elements);
     for (uint64_t i = 0; i < in.mask.size(); ++i) {
-        const bool masked_row = i / c.shape.axis == 5;
-        in.mask[i] = masked_row || (rng() % 8 == 0) ? -kInf : value(rng);
+        const bool masked_row = i / c.shape.axis == 5, last = i + 1 == in.mask.size();
+        in.mask[i] = masked_row || (!last && rng() % 8 == 0) ? -kInf : value(rng);
     }
     if (c.attention.mask_dtype != Dtype::f32)
         for (float v : in.mask) in.mask_16bit.push_back(to_16bit(c.attention.mask_dtype, v));
@@ -157,8 +158,10 @@ double ulp_distance(double got, double ref, Dtype dtype) {
 // mask broadcast over batch and heads with scale (the module that finds a
 // row's mask row from its query row alone); a mask per head with ALiBi;
 // causal with a scale and the log-sum-exp; causal with sinks and the
-// log-sum-exp; and (full catalogue) everything at
-// once on rows of 65537.
+// log-sum-exp; a 16-bit mask of an odd element count, (15, 255), whose last
+// element the shaders read from a word that ends past its elements
+// (mask_buffer_bytes()); and (full catalogue) everything at once on rows
+// of 65537.
 void add_attention_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
     const std::string t = std::string(dtype_name(dt)) + " ";
     Attention broadcast;
@@ -194,6 +197,12 @@ void add_attention_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
     causal.lse = true;
     cases.push_back(attention_case(t + "log-softmax (1,4,12,4097) attention causal+4090 sinks lse", dt, true,
                                    {1, 4, 12, 4097}, causal, 1.0));
+    Attention odd_mask;
+    odd_mask.mask = true;
+    odd_mask.mask_dtype = dt == Dtype::f32 ? Dtype::f16 : dt;
+    cases.push_back(attention_case(t + "softmax (1,1,15,255) attention mask " + dtype_name(odd_mask.mask_dtype) +
+                                       " (15,255)",
+                                   dt, false, {1, 1, 15, 255}, odd_mask, 1.0));
     if (quick) return;
     Attention all = causal;
     all.mask = true;

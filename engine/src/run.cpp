@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "vksoftmax/attention.hpp"
 #include "vksoftmax/barrier.hpp"
 #include "vksoftmax/buffer.hpp"
 #include "vksoftmax/context.hpp"
@@ -50,12 +51,20 @@ struct AttentionStaging {
         // A backward plan's sinks option asks for their gradient, not for sink logits.
         if (!plan.problem.backward) check_attention_data(plan.problem.attention, data);
         // Host-visible buffers the shaders read directly: each is read once.
-        if (plan.mask_bytes) mask = upload(ctx, data.mask, plan.mask_bytes, "attention mask");
-        if (plan.sinks_bytes) sinks = upload(ctx, data.sinks, plan.sinks_bytes, "attention sinks");
+        if (plan.mask_bytes) {
+            const Attention& a = plan.problem.attention;
+            const uint64_t elements = attention_layout(plan.problem).mask_elements;
+            mask = upload(ctx, data.mask, elements * dtype_size(a.mask_dtype), plan.mask_bytes, "attention mask");
+        }
+        if (plan.sinks_bytes) sinks = upload(ctx, data.sinks, plan.sinks_bytes, plan.sinks_bytes, "attention sinks");
     }
-    static std::unique_ptr<Buffer> upload(Context& ctx, const void* data, uint64_t bytes, const char* what) {
-        auto b = std::make_unique<Buffer>(ctx, bytes, MemoryKind::upload, what);
+    // `bytes` of host memory into a buffer of `buffer_bytes` (at least as
+    // many; the rest zeroed: a 16-bit mask's last word, mask_buffer_bytes()).
+    static std::unique_ptr<Buffer> upload(Context& ctx, const void* data, uint64_t bytes, uint64_t buffer_bytes,
+                                          const char* what) {
+        auto b = std::make_unique<Buffer>(ctx, buffer_bytes, MemoryKind::upload, what);
         std::memcpy(b->mapped(), data, bytes);
+        std::memset(static_cast<char*>(b->mapped()) + bytes, 0, buffer_bytes - bytes);
         b->flush(ctx);
         return b;
     }

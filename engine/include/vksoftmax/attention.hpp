@@ -47,4 +47,12 @@ double alibi_slope(uint64_t h, uint64_t heads, double max_bias);
 // The largest power of two at most `heads` (ALiBi's n).
 uint64_t alibi_heads_log2(uint64_t heads);
 
+// The bytes a mask of `elements` of `dtype` needs in its buffer: its
+// elements, and for a 16-bit mask of an odd count 2 more. The shaders read
+// a 16-bit mask two elements to a 32-bit word, and a word past the end of
+// a binding reads as 0 (or anything) rather than as its first half: with
+// the mask's bytes alone, the last element of an odd (255, 255) fp16 mask
+// was read as 0 on lavapipe. Those 2 bytes are never used as a value.
+uint64_t mask_buffer_bytes(uint64_t elements, Dtype dtype);
+
 }  // namespace vksoftmax

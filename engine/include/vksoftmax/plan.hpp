@@ -202,7 +202,8 @@ struct Plan {
     uint64_t range_outer = 0;
     uint64_t range_workspace_bytes = 0;  // each range's slice of the workspace (aligned)
     // The attention options' buffers (Problem::attention): bytes each must
-    // hold; 0 where the option is off.
+    // hold; 0 where the option is off. A 16-bit mask of an odd element count
+    // takes 2 bytes more than its elements (mask_buffer_bytes()).
     uint64_t mask_bytes = 0, sinks_bytes = 0, lse_bytes = 0;
     // A backward plan of a forward with sinks: each row's sink gradient
     // (fp32, one per row) to write; 0 otherwise.

@@ -177,7 +177,9 @@ void vksm_plan_workspace(vksm_plan plan, VkDeviceSize* size, VkDeviceSize* align
  * passes (0: empty tensor). */
 uint32_t vksm_plan_passes(vksm_plan plan);
 /* Bytes of the attention options' buffers (0 where the option is off):
- * the mask, the sinks (fp32 per head) and the log-sum-exp (fp32 per row). */
+ * the mask, the sinks (fp32 per head) and the log-sum-exp (fp32 per row).
+ * A 16-bit mask of an odd element count needs 2 bytes past its elements
+ * (read two elements to a 32-bit word; their value is never used). */
 void vksm_plan_attention_bytes(vksm_plan plan, VkDeviceSize* mask, VkDeviceSize* sinks, VkDeviceSize* lse);
 /* Bytes of a backward plan's sink gradient (fp32 per row; 0 without sinks). */
 VkDeviceSize vksm_plan_sink_gradient_bytes(vksm_plan plan);
