@@ -750,6 +750,53 @@ TEST_P(Embed, AttentionOptionsOnTheHostsBuffers) {
     vksm_context_destroy(ctx);
 }
 
+// A 16-bit mask of an odd element count needs whole 32-bit words: an fp16
+// (3, 5) mask over 3 f32 rows of 5 takes 32 bytes, not its elements' 30
+// (the shaders read it two elements to a word); a range of 30 is refused,
+// one of 32 gives the last element its mask (1.0: e / (4 + e)).
+TEST_P(Embed, OddSixteenBitMaskNeedsWholeWords) {
+    vksm_context ctx = nullptr;
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
+    vksm_problem p{};
+    p.outer = 3;
+    p.axis = 5;
+    p.inner = 1;
+    p.dtype = VKSM_F32;
+    p.mask = 1;
+    p.mask_dtype = VKSM_F16;
+    vksm_plan plan = nullptr;
+    ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS) << vksm_context_last_error(ctx);
+    VkDeviceSize mask_bytes = 0;
+    vksm_plan_attention_bytes(plan, &mask_bytes, nullptr, nullptr);
+    EXPECT_EQ(mask_bytes, 32u) << "15 fp16 elements";
+    void *x_map, *y_map, *m_map;
+    VkBuffer x = buffer(60, &x_map), y = buffer(60, &y_map), m = buffer(32, &m_map);
+    std::memset(x_map, 0, 60);
+    std::memset(m_map, 0, 32);
+    const uint16_t one = 0x3C00;  // fp16 1.0, the mask's last element
+    std::memcpy(static_cast<char*>(m_map) + 28, &one, sizeof one);
+    const VkCommandBuffer cb = begun_command_buffer();
+    EXPECT_EQ(vksm_record_attention(plan, cb, {x, 0, 60}, {y, 0, 60}, {VK_NULL_HANDLE, 0, 0}, {m, 0, 30}, {}, {},
+                                    VK_NULL_HANDLE, 0),
+              VKSM_ERROR_INVALID_ARGUMENT)
+        << "a mask range of its elements' 30 bytes";
+    EXPECT_NE(std::string(vksm_context_last_error(ctx)).find("32"), std::string::npos) << vksm_context_last_error(ctx);
+    host_writes_to_shaders(cb);
+    ASSERT_EQ(vksm_record_attention(plan, cb, {x, 0, 60}, {y, 0, 60}, {VK_NULL_HANDLE, 0, 0}, {m, 0, mask_bytes}, {},
+                                    {}, VK_NULL_HANDLE, 0),
+              VKSM_SUCCESS)
+        << vksm_context_last_error(ctx);
+    shader_writes_to_host(cb);
+    ASSERT_EQ(vkEndCommandBuffer(cb), VK_SUCCESS);
+    submit({cb});
+    const float* out = static_cast<const float*>(y_map);
+    const double e = std::exp(1.0);
+    for (int i = 0; i < 14; ++i) EXPECT_NEAR(out[i], i < 10 ? 0.2 : 1.0 / (4 + e), 1e-6) << "element " << i;
+    EXPECT_NEAR(out[14], e / (4 + e), 1e-6) << "the last element, whose mask is 1";
+    vksm_plan_destroy(plan);
+    vksm_context_destroy(ctx);
+}
+
 // A backward problem of one f32 row of 3, scale 2 (the hand-worked tests below).
 vksm_problem backward_row_of_3(int log) {
     vksm_problem p{};
