@@ -24,10 +24,10 @@
 # each way (H200); the stages let a gate be run in pieces where a run's
 # time is bounded. VKSOFTMAX_SUITE_SHARDS=N (default 1) runs the suite as N
 # processes at once, each a googletest shard of it (GTEST_SHARD_INDEX), its
-# log in tests.K.txt: each process builds its own pipelines, so the shards
-# share out the driver's shader compiles over the machine's cores. No test
-# of the suite times anything, so the shards sharing the GPU change no
-# result.
+# log in tests.K.txt, each building its own pipelines and float64
+# references: on an H200 (580.159.04) four shards took 292 s, the longest
+# of them (83-292 s; bench/NOTES.md, v109). No test of the suite times
+# anything, so the shards sharing the GPU change no result.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-} VKSOFTMAX_CLI=$PWD/build/bin/vksoftmax
 export VKSOFTMAX_FULL_SWEEPS=1
