@@ -11,9 +11,11 @@
 #include <climits>
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "commands.hpp"
 #include "driver_rule_options.hpp"
+#include "failure_files.hpp"
 #include "output_file.hpp"
 #include "vksoftmax/conformance.hpp"
 #include "vksoftmax/context.hpp"
@@ -30,6 +32,9 @@ struct ConformanceArgs {
     std::string single_pass;   // never: leave the single-pass path (and its stress case) out
     DriverRuleArgs rules;      // PlanOptions::rules for every variant and the stress case
     unsigned watchdog_seconds = 120;
+    uint32_t seed = 0;         // conformance::Options::seed (0: drawn here, and reported)
+    uint32_t repeats = 1;
+    std::string save_failures;  // folder for failing checks' tensors
 };
 
 nlohmann::json to_json(const conformance::Result& r) {
@@ -43,6 +48,7 @@ nlohmann::json to_json(const conformance::Result& r) {
             {"nan_pattern_ok", r.nan_pattern_ok},
             {"pass", r.pass},
             {"skipped", r.skipped},
+            {"seed", r.seed},
             {"note", r.note}};
 }
 
@@ -59,6 +65,7 @@ conformance::Result from_json(const nlohmann::json& j) {
     r.pass = j.at("pass");
     r.skipped = j.at("skipped");
     r.note = j.at("note");
+    r.seed = j.at("seed");
     return r;
 }
 
@@ -78,8 +85,13 @@ StressOutcome stress_in_child(const ConformanceArgs& a, const std::string& selec
     const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) throw Error(ErrorKind::unsupported, "cannot find this program (/proc/self/exe) to run the stress case");
     self[n] = 0;
-    std::vector<std::string> args = {self, "conformance", "--stress-only", "--device", selector};
+    std::vector<std::string> args = {self, "conformance", "--stress-only", "--device", selector,
+                                     "--seed", std::to_string(a.seed)};
     if (a.no_uniform_control_flow) args.push_back("--no-uniform-control-flow");
+    if (!a.save_failures.empty()) {
+        args.push_back("--save-failures");
+        args.push_back(a.save_failures);
+    }
     // The forced driver-rule choices reach the stress case as they reach
     // the catalogue's variants.
     for (const std::string& word : driver_rule_arguments(a.rules)) args.push_back(word);
@@ -133,15 +145,23 @@ StressOutcome stress_in_child(const ConformanceArgs& a, const std::string& selec
     return o;
 }
 
-// The child's part: the stress case on the device, as a JSON array.
+// The child's part: the stress case on the device, as a JSON array; its
+// failing checks' tensors saved as stress-N with --save-failures.
 int stress_only(const ConformanceArgs& a) {
     ContextOptions co;
     co.device = a.device;
     co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
     Context ctx(co);
+    conformance::Options options;
+    options.rules = parse_driver_rules(a.rules);
+    options.seed = a.seed;
+    options.keep_failures = !a.save_failures.empty();
     nlohmann::json results = nlohmann::json::array();
-    for (const auto& r : conformance::stress_single_pass(ctx, parse_driver_rules(a.rules)))
+    int saved = 0;
+    for (const auto& r : conformance::stress_single_pass(ctx, options)) {
+        if (r.evidence) save_failure(a.save_failures, "stress-" + std::to_string(++saved), r);
         results.push_back(to_json(r));
+    }
     fmt::print("{}\n", results.dump());
     return int(Exit::ok);
 }
@@ -167,6 +187,7 @@ std::vector<std::string> selectors_for(const std::string& device) {
 
 struct Counts {
     size_t total = 0, failed = 0, skipped = 0;
+    size_t saved = 0;  // failing checks whose tensors were saved
 };
 
 // One device's rows as they come: the run's counts, the report's results
@@ -186,19 +207,33 @@ struct DeviceTally {
     }
 };
 
-void print_table_head(const DeviceInfo& d) {
-    fmt::print("device {}: {} ({} {}, Vulkan {}), subgroup uniform control flow: {}\n", d.index, d.name, d.driver_name,
-               d.driver_info, d.api_string(), d.subgroup_uniform_control_flow ? "on" : "off");
+void print_table_head(const DeviceInfo& d, uint32_t seed) {
+    fmt::print("device {}: {} ({} {}, Vulkan {}), subgroup uniform control flow: {}, seed {}\n", d.index, d.name,
+               d.driver_name, d.driver_info, d.api_string(), d.subgroup_uniform_control_flow ? "on" : "off", seed);
     fmt::print("{:<44} {:<28} {:>3} {:>9} {:>9} {:>7} {:>9} {:>4} {}\n", "case", "variant", "sg", "max ulp", "max rel",
                "bound", "|sum-1|", "nan", "result");
 }
 
-// One row of the table (with --failures-only, failing rows alone).
+// One row of the table (with --failures-only, failing rows alone); a
+// failing row names its inputs' seed.
 void print_row(const ConformanceArgs& a, const conformance::Result& r) {
     if (a.failures_only && (r.pass || r.skipped)) return;
+    const bool failed = !r.pass && !r.skipped;
+    const std::string note = failed ? "  (seed " + std::to_string(r.seed) + (r.note.empty() ? "" : ": " + r.note) + ")"
+                             : r.note.empty() ? ""
+                                              : "  (" + r.note + ")";
     fmt::print("{:<44} {:<28} {:>3} {:>9.0f} {:>9.2e} {:>7.0e} {:>9.2e} {:>4} {}{}\n", r.case_name, r.variant,
                r.subgroup_size, r.max_ulp, r.max_rel, r.rel_bound, r.worst_row_sum, r.nan_pattern_ok ? "ok" : "BAD",
-               r.skipped ? "skip" : r.pass ? "pass" : "FAIL", r.note.empty() ? "" : "  (" + r.note + ")");
+               r.skipped ? "skip" : r.pass ? "pass" : "FAIL", note);
+}
+
+// A catalogue row as it comes: printed, and with --save-failures a failing
+// check's tensors saved as failure-N.
+void report_row(const ConformanceArgs& a, const conformance::Result& r, Counts& counts) {
+    print_row(a, r);
+    if (!r.evidence) return;
+    const std::string path = save_failure(a.save_failures, "failure-" + std::to_string(++counts.saved), r);
+    fmt::print("  saved: {}\n", path);
 }
 
 // The single-pass stress case, before the rest, under the watchdog. If it
@@ -267,12 +302,12 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
     co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
     Context ctx(co);
     const DeviceInfo& d = ctx.info();
-    print_table_head(d);
     DeviceTally tally{counts};
     conformance::Options options = o;
+    print_table_head(d, o.seed);
     const nlohmann::json single_pass = stress_first(a, selector, d, options, tally);
-    for (const auto& r : conformance::run(ctx, options, [&](const conformance::Result& r) { print_row(a, r); }))
-        tally.add(r);
+    const auto row = [&](const conformance::Result& r) { report_row(a, r, counts); };
+    for (const auto& r : conformance::run(ctx, options, row)) tally.add(r);
     nlohmann::json report = {{"device", identity(d)},
                              {"single_pass", single_pass},
                              {"worst_f32_rel_fast", tally.worst_rel_fast},
@@ -282,19 +317,27 @@ nlohmann::json run_on_device(const ConformanceArgs& a, const std::string& select
     return report;
 }
 
-int conformance_command(const ConformanceArgs& a) {
+int conformance_command(ConformanceArgs a) {
     if (a.stress_only) return stress_only(a);
     const std::vector<std::string> selectors = selectors_for(a.device);
+    // Drawn here rather than by each run, so that the table, the report
+    // and the stress case's process all have the one seed.
+    while (a.seed == 0) a.seed = std::random_device{}();
     conformance::Options o;
     o.quick = a.quick;
     o.filters = a.filters;
     o.rules = parse_driver_rules(a.rules);
+    o.seed = a.seed;
+    o.repeats = a.repeats;
+    o.keep_failures = !a.save_failures.empty();
     nlohmann::json report;
     const std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
     report["date"] = date;
     report["catalogue"] = a.quick ? "quick" : "full";
+    report["seed"] = a.seed;
+    report["repeats"] = a.repeats;
     Counts counts;
     for (const std::string& selector : selectors) report["devices"].push_back(run_on_device(a, selector, o, counts));
     report["summary"] = {{"runs", counts.total}, {"failed", counts.failed}, {"skipped", counts.skipped}};
@@ -331,6 +374,15 @@ Command add_conformance(CLI::App& app) {
     sub->add_option("--watchdog", a->watchdog_seconds,
                     "Seconds the single-pass stress case may take (in a child process) before it counts as a hang "
                     "(default 120)");
+    sub->add_option("--seed", a->seed,
+                    "The inputs' seed (default: one drawn at random, printed with the table and in the report); a "
+                    "failing row's seed with the same --filter runs its check again on the same inputs");
+    sub->add_option("--repeat", a->repeats,
+                    "Run each selected check this many times on fresh inputs (seed, seed + 1, ...; default 1)")
+        ->check(CLI::Range(1u, 1000000u));
+    sub->add_option("--save-failures", a->save_failures,
+                    "Write each failing check's input, output, reference (and mask, gradient) as .npy files with a "
+                    "JSON file naming the check and its seed into this folder");
     sub->add_flag("--stress-only", a->stress_only, "Internal: run only the single-pass stress case, report JSON")
         ->group("");
     sub->footer("Example: vksoftmax conformance --device all --json report.json");

@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "vksoftmax/accuracy.hpp"
 #include "vksoftmax/cpu.hpp"
 #include "vksoftmax/half.hpp"
@@ -744,6 +746,34 @@ TEST_F(Cli, TensorPastOneBindingRunsInRanges) {
     Result r = cli("run -i " + path("big.npy") + " -o " + path("out.npy") + " --check");
     EXPECT_EQ(r.code, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("; ok"), std::string::npos) << r.out;
+}
+
+// `conformance --seed` gives a check the same inputs every time (the same
+// errors, to the last digit), `--repeat` runs it on seed, seed + 1, ...,
+// and the report and each result carry their seed.
+TEST_F(Cli, ConformanceSeedReproducesItsChecks) {
+    const std::string args = "conformance --quick --single-pass never --filter '^f32 softmax 12x1000 ' --filter "
+                             "workgroup-row/subgroup/fast --repeat 2 --seed 4000000000 --json ";
+    Result first = cli(args + path("first.json"));
+    ASSERT_EQ(first.code, 0) << first.err << first.out;
+    EXPECT_NE(first.out.find("seed 4000000000"), std::string::npos) << "the table's head names no seed:\n" << first.out;
+    Result second = cli(args + path("second.json"));
+    ASSERT_EQ(second.code, 0) << second.err << second.out;
+    const auto a = nlohmann::json::parse(slurp(path("first.json")));
+    const auto b = nlohmann::json::parse(slurp(path("second.json")));
+    EXPECT_EQ(a.at("seed"), 4000000000u);
+    EXPECT_EQ(a.at("repeats"), 2);
+    const auto& ra = a.at("devices").at(0).at("results");
+    const auto& rb = b.at("devices").at(0).at("results");
+    // Two repeats at each subgroup size the device offers.
+    ASSERT_TRUE(ra.size() >= 2 && ra.size() % 2 == 0) << ra.dump(1);
+    ASSERT_EQ(rb.size(), ra.size()) << rb.dump(1);
+    for (size_t i = 0; i < ra.size(); ++i) {
+        EXPECT_EQ(ra[i].at("seed"), 4000000000u + i % 2) << "result " << i;
+        EXPECT_EQ(ra[i].at("max_rel"), rb[i].at("max_rel")) << "result " << i << " ran on other inputs the second time";
+        EXPECT_EQ(ra[i].at("worst_row_sum_error"), rb[i].at("worst_row_sum_error")) << "result " << i;
+    }
+    EXPECT_NE(ra[0].at("max_rel"), ra[1].at("max_rel")) << "the two repeats ran on the same inputs";
 }
 
 }  // namespace

@@ -422,6 +422,27 @@ void judge_lse(const std::vector<float>& got, const std::vector<float>& ref, Res
     }
 }
 
+// The tensors of a check, for Result::evidence.
+Evidence evidence_of(const Case& c, const std::vector<double>& inputs, const std::vector<double>& outputs,
+                     const std::vector<double>& reference) {
+    Evidence e;
+    e.shape = c.shape;
+    e.dtype = c.dtype;
+    e.inputs = inputs;
+    e.outputs = outputs;
+    e.reference = reference;
+    return e;
+}
+
+// The mask of an attention case as its storage type holds it, into `e`.
+void add_mask(const Case& c, const AttentionInputs& in, Evidence& e) {
+    if (!c.attention.mask) return;
+    e.mask.assign(in.mask.begin(), in.mask.end());
+    round_to(c.attention.mask_dtype, e.mask);
+    e.mask_dtype = c.attention.mask_dtype;
+    e.mask_rows = c.shape.axis ? e.mask.size() / c.shape.axis : 0;
+}
+
 // A backward case: dx from y (the float64 forward of the case's rows,
 // rounded to the storage type) and dy, against the backward reference,
 // within the bound relative to the terms' size (compare_backward()); with
@@ -429,7 +450,7 @@ void judge_lse(const std::vector<float>& got, const std::vector<float>& ref, Res
 // gradient too (compare_sink_gradient()). There is no ULP figure: dx
 // cancels by design.
 void check_backward(Context& ctx, const Case& c, const Problem& p, const RunOptions& ro, std::mt19937& rng,
-                    Result& r) {
+                    bool keep_failures, Result& r) {
     const std::vector<float> x = make_input(c, rng);
     const size_t n = x.size();
     const AttentionInputs attention = make_attention_inputs(c, rng);
@@ -454,6 +475,11 @@ void check_backward(Context& ctx, const Case& c, const Problem& p, const RunOpti
     r.max_rel = std::max(a.max_rel, sinks.max_rel);
     r.nan_pattern_ok = a.nonfinite_mismatches == 0 && sinks.nonfinite_mismatches == 0;
     r.pass = r.nan_pattern_ok && r.max_rel <= r.rel_bound;
+    if (keep_failures && !r.pass) {
+        auto e = std::make_shared<Evidence>(evidence_of(c, y, got, ref));
+        e->gradient = dy;
+        r.evidence = e;
+    }
     if (!r.nan_pattern_ok)
         r.note = std::to_string(a.nonfinite_mismatches) + " non-finite mismatches in dx, " +
                  std::to_string(sinks.nonfinite_mismatches) + " in the sink gradient";
@@ -473,10 +499,13 @@ std::string skip_reason(const Case& c, const Variant& v) {
 }
 
 // Case c on variant v, planned under the per-driver rules' choices `rules`.
-Result check(Context& ctx, const Case& c, const Variant& v, const DriverRules& rules, std::mt19937& rng) {
+// One check of case c by variant v on inputs drawn from `seed`.
+Result check(Context& ctx, const Case& c, const Variant& v, const Options& options, uint32_t seed) {
+    std::mt19937 rng(seed);
     Result r;
     r.case_name = c.name;
     r.variant = v.name();
+    r.seed = seed;
     r.subgroup_size = v.subgroup_size ? v.subgroup_size : ctx.info().subgroup_size;
     r.note = skip_reason(c, v);
     if (!r.note.empty()) {
@@ -502,11 +531,11 @@ Result check(Context& ctx, const Case& c, const Variant& v, const DriverRules& r
     if (chunked_path(v.path)) ro.plan.chunk_elements = 1;
     ro.plan.single_pass = SinglePass::allowed;
     ro.plan.single_pass_patience = v.patience;
-    ro.plan.rules = rules;
+    ro.plan.rules = options.rules;
     ro.plan.row_order = c.row_order;
     if (c.backward) {
         p.backward = true;
-        check_backward(ctx, c, p, ro, rng, r);
+        check_backward(ctx, c, p, ro, rng, options.keep_failures, r);
         return r;
     }
 
@@ -527,6 +556,11 @@ Result check(Context& ctx, const Case& c, const Variant& v, const DriverRules& r
     // (plus the output type's rounding of each, which the bound covers).
     const double sum_bound = c.dtype == Dtype::f32 ? r.rel_bound : 2 * r.rel_bound;
     r.pass = r.nan_pattern_ok && r.max_rel <= r.rel_bound && r.worst_row_sum <= sum_bound;
+    if (options.keep_failures && !r.pass) {
+        auto e = std::make_shared<Evidence>(evidence_of(c, o.inputs, o.got, ref));
+        add_mask(c, attention, *e);
+        r.evidence = e;
+    }
     if (r.pass) r.note.clear();
     else if (r.nan_pattern_ok)
         r.note = r.max_rel > r.rel_bound ? "relative error over the bound" : "a row does not sum to 1";
@@ -535,14 +569,15 @@ Result check(Context& ctx, const Case& c, const Variant& v, const DriverRules& r
 
 // check(), with an error (a plan refused, a Vulkan call failed) reported
 // as the case's failure.
-Result checked(Context& ctx, const Case& c, const Variant& v, const DriverRules& rules, std::mt19937& rng) {
+Result checked(Context& ctx, const Case& c, const Variant& v, const Options& options, uint32_t seed) {
     try {
-        return check(ctx, c, v, rules, rng);
+        return check(ctx, c, v, options, seed);
     } catch (const Error& e) {
         Result r;
         r.case_name = c.name;
         r.variant = v.name();
         r.subgroup_size = v.subgroup_size;
+        r.seed = seed;
         r.note = e.what();
         r.pass = false;
         return r;
@@ -566,8 +601,10 @@ bool selected(const std::string& text, const std::vector<std::string>& terms) {
 
 }  // namespace
 
+uint32_t seed_of(const Options& options) { return options.seed ? options.seed : std::random_device{}(); }
+
 std::vector<Result> run(Context& ctx, const Options& options, const std::function<void(const Result&)>& progress) {
-    std::mt19937 rng(std::random_device{}());
+    const uint32_t seed = seed_of(options);
     std::vector<Result> results;
     for (const Case& c : catalogue(ctx, options.quick)) {
         bool split_ran = false;
@@ -577,19 +614,21 @@ std::vector<Result> run(Context& ctx, const Options& options, const std::functio
                 if (split_ran) continue;
                 split_ran = true;
             }
-            const Result r = checked(ctx, c, v, options.rules, rng);
-            if (progress) progress(r);
-            results.push_back(r);
+            for (uint32_t repeat = 0; repeat < std::max(options.repeats, 1u); ++repeat) {
+                Result r = checked(ctx, c, v, options, seed + repeat);
+                if (progress) progress(r);
+                results.push_back(std::move(r));
+            }
         }
     }
     return results;
 }
 
-std::vector<Result> stress_single_pass(Context& ctx, const DriverRules& rules) {
+std::vector<Result> stress_single_pass(Context& ctx, const Options& options) {
     std::vector<Result> results;
     const DeviceInfo& d = ctx.info();
     if (!single_pass_rule(d, SinglePass::allowed).allowed) return results;
-    std::mt19937 rng(std::random_device{}());
+    const uint32_t seed = seed_of(options);
     // Rows of spikes: the max of row r in chunk r % chunks, kSpike, so that
     // a partial lost or taken from another dispatch shows, the spike's or
     // any other chunk's.
@@ -606,7 +645,7 @@ std::vector<Result> stress_single_pass(Context& ctx, const DriverRules& rules) {
         for (uint32_t patience : {0u, 1u}) {
             Variant v{Path::single_pass, d.subgroup_arithmetic() ? Reduction::subgroup : Reduction::shared,
                       Precision::fast, 0, patience};
-            results.push_back(checked(ctx, c, v, rules, rng));
+            results.push_back(checked(ctx, c, v, options, seed));
         }
     return results;
 }

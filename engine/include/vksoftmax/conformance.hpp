@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,31 @@ struct Options {
     // The per-driver shader-form rules every variant plans with
     // (PlanOptions::rules).
     DriverRules rules;
+    // The inputs' seed: every check of a run draws its inputs from a
+    // generator seeded with it (the variants of a case see the same
+    // inputs), plus the repetition's number. 0: one drawn at random.
+    // Result::seed with the same filters reproduces a check.
+    uint32_t seed = 0;
+    // Each selected check this many times, on fresh inputs (seed + 1, ...):
+    // failures that depend on the data show at their rate.
+    uint32_t repeats = 1;
+    // Keep a failing check's tensors in its Result (Result::evidence).
+    bool keep_failures = false;
+};
+
+// A failing check's tensors, in float64 of the values stored: the inputs
+// as the GPU saw them, its outputs and the float64 reference's (rounded to
+// the storage type). Backward checks: `inputs` is y, `gradient` dy and the
+// outputs dx.
+struct Evidence {
+    Shape shape;
+    Dtype dtype = Dtype::f32;
+    std::vector<double> inputs, gradient, outputs, reference;
+    // The attention mask, where the case has one: (mask_rows, axis) values
+    // as stored in mask_dtype.
+    std::vector<double> mask;
+    Dtype mask_dtype = Dtype::f32;
+    uint64_t mask_rows = 0;
 };
 
 struct Result {
@@ -42,6 +68,9 @@ struct Result {
     bool pass = false;
     std::string note;        // why it failed, or why it was skipped
     bool skipped = false;
+    uint32_t seed = 0;       // the inputs' (Options::seed)
+    // The tensors of a failing check, with Options::keep_failures.
+    std::shared_ptr<const Evidence> evidence;
 };
 
 // Runs the catalogue on `ctx`'s device; `progress` (optional) sees each result.
@@ -55,8 +84,8 @@ std::vector<Result> run(Context& ctx, const Options& options,
 // workgroup itself), softmax and its backward pass. It runs in the caller's process and needs a driver
 // that keeps dispatching workgroups while others wait: run it under a
 // watchdog (`vksoftmax conformance` runs it in a child process it kills
-// after a timeout). Empty where the device cannot take the path. `rules`:
-// the shader forms' per-driver choices its plans take (Options::rules).
-std::vector<Result> stress_single_pass(Context& ctx, const DriverRules& rules = {});
+// after a timeout). Empty where the device cannot take the path. Of
+// `options` it takes the rules, the seed and keep_failures (once each).
+std::vector<Result> stress_single_pass(Context& ctx, const Options& options = {});
 
 }  // namespace vksoftmax::conformance
