@@ -581,8 +581,7 @@ TEST_P(Embed, RecordMisuseIsRefused) {
 // refused, saying which problems and where.
 TEST_P(Embed, BatchRecordsIndependentProblems) {
     vksm_context ctx = nullptr;
-    const vksm_context_desc host_desc = desc();
-    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
     const uint32_t rows[4] = {37, 3, 640, 37}, cols[4] = {1000, 70001, 10, 1000};
     const int logs[4] = {0, 1, 0, 1};
     vksm_plan plans[4];
@@ -647,8 +646,7 @@ TEST_P(Embed, BatchRecordsIndependentProblems) {
 
 TEST_P(Embed, TimestampsIntoTheHostsQueryPool) {
     vksm_context ctx = nullptr;
-    const vksm_context_desc host_desc = desc();
-    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
     vksm_problem p{2, 70001, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
     vksm_plan plan = nullptr;
     ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS) << vksm_context_last_error(ctx);
@@ -690,8 +688,7 @@ TEST_P(Embed, TimestampsIntoTheHostsQueryPool) {
 // and the log-sum-exp, against values worked out by hand.
 TEST_P(Embed, AttentionOptionsOnTheHostsBuffers) {
     vksm_context ctx = nullptr;
-    const vksm_context_desc host_desc = desc();
-    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
     vksm_problem p{};
     p.outer = 4;
     p.axis = 4;
@@ -829,8 +826,7 @@ void write_row_of_3(int log, const std::array<float, 3>& probs, void* y_map, voi
 // Then the refusals: vksm_record() of a backward plan, a missing dy.
 TEST_P(Embed, BackwardOnTheHostsBuffers) {
     vksm_context ctx = nullptr;
-    const vksm_context_desc host_desc = desc();
-    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
     for (int log : {0, 1}) {
         const vksm_problem p = backward_row_of_3(log);
         vksm_plan plan = nullptr;
@@ -873,8 +869,7 @@ TEST_P(Embed, BackwardOnTheHostsBuffers) {
 // the sink gradient.
 TEST_P(Embed, BackwardSinkGradientOnTheHostsBuffers) {
     vksm_context ctx = nullptr;
-    const vksm_context_desc host_desc = desc();
-    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
     for (int log : {0, 1}) {
         vksm_problem p = backward_row_of_3(log);
         p.sinks = 1;
@@ -940,8 +935,7 @@ TEST_P(Embed, SaysWhichFeaturesAreMissing) {
     EXPECT_NE(std::string(why).find("VK_KHR_push_descriptor"), std::string::npos) << why;
     EXPECT_NE(std::string(why).find("descriptor pool"), std::string::npos) << why;
     // fp16 was not enabled on this device: a clear error, not a wrong result.
-    const vksm_context_desc host_desc = desc();
-    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, why, sizeof why), VKSM_SUCCESS) << why;
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
     vksm_problem p{4, 64, 1, VKSM_F16, 0, 1.0, VKSM_PRECISION_FAST};
     vksm_plan plan = nullptr;
     EXPECT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_ERROR_UNSUPPORTED);
@@ -963,8 +957,7 @@ TEST_P(Embed, SaysWhichFeaturesAreMissing) {
 
 TEST_P(Embed, PipelineCacheRoundTrip) {
     vksm_context ctx = nullptr;
-    const vksm_context_desc host_desc = desc();
-    ASSERT_EQ(vksm_context_create(&host_desc, &ctx, nullptr, 0), VKSM_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(create_context(&ctx));
     vksm_problem p{8, 1000, 1, VKSM_F32, 0, 1.0, VKSM_PRECISION_FAST};
     vksm_plan plan = nullptr;
     ASSERT_EQ(vksm_plan_create(ctx, &p, &plan), VKSM_SUCCESS);
