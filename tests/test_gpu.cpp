@@ -595,8 +595,7 @@ TEST_F(Gpu, ShortRowsOnThePlansPath) {
 
 // Rows not a multiple of 4 long whose plan changed with their length: rows
 // of 8189, which a workgroup holds at 256 x 8 slots rather than 128 x 16
-// (Plan.OddRowsHoldAtMost15Slots; on an H200 a single fp32 row takes
-// chunks of 1024), and batches of 16-bit rows of 32001, 32761 and 50257,
+// (Plan.OddRowsSpreadPast8Slots), and batches of 16-bit rows of 32001, 32761 and 50257,
 // which NVIDIA's plan takes in single-pass chunks of 4096 held at 256 x 4
 // in 16-byte windows rather than in a workgroup row's tiles or in chunks
 // of 8192 (Plan.OddRowsInChunksOf4096).

@@ -1405,16 +1405,17 @@ TEST(Plan, ShortRowsInSmallChunks) {
           WaveCase{8, 6143, Dtype::f16, 776, 64, 256, 1}, WaveCase{4, 5001, Dtype::bf16, 632, 32, 256, 1},
           WaveCase{1, 8191, Dtype::f16, 1032, 8, 256, 2}, WaveCase{1, 10241, Dtype::f32, 1288, 8, 256, 2},
           WaveCase{16, 12287, Dtype::bf16, 1544, 128, 256, 2}, WaveCase{32, 12287, Dtype::f16, 1544, 256, 256, 2},
-          WaveCase{4, 16383, Dtype::f32, 2048, 32, 256, 2},
-          // fp32 under 10240 whose workgroup row holds 10 slots or more
-          WaveCase{1, 4611, Dtype::f32, 584, 8, 256, 1}, WaveCase{1, 8189, Dtype::f32, 1024, 8, 256, 1},
-          WaveCase{4, 6143, Dtype::f32, 768, 32, 256, 1}, WaveCase{1, 9217, Dtype::f32, 1160, 8, 256, 2}})
+          WaveCase{4, 16383, Dtype::f32, 2048, 32, 256, 2}})
         expect_wave_geometry(h100, c, true, false);
     expect_paths(h100, {
         {1, 4095, Dtype::f16, Path::workgroup_row},    // 4096 elements and less
         {4, 4095, Dtype::f32, Path::workgroup_row},
-        {1, 4605, Dtype::f32, Path::workgroup_row},    // fp32 under 10240 at 9 slots: 128 x 9
-        {1, 8193, Dtype::f32, Path::workgroup_row},    // 256 x 9
+        {1, 4605, Dtype::f32, Path::workgroup_row},    // fp32 under 10240: 256 x 5-8, 512 x 5
+        {1, 4611, Dtype::f32, Path::workgroup_row},
+        {4, 6143, Dtype::f32, Path::workgroup_row},
+        {1, 8189, Dtype::f32, Path::workgroup_row},
+        {1, 8193, Dtype::f32, Path::workgroup_row},
+        {1, 9217, Dtype::f32, Path::workgroup_row},
         {2, 7167, Dtype::f32, Path::workgroup_row},    // batches of rows over 6144
         {1, 12288, Dtype::f32, Path::workgroup_row},   // a multiple of 4
         {1, 12288, Dtype::bf16, Path::workgroup_row},
@@ -1435,14 +1436,13 @@ TEST(Plan, ShortRowsInSmallChunks) {
     EXPECT_EQ(choose_path(h100, rows_of(1, 12287), never), Path::workgroup_row);
 }
 
-// A workgroup row holds a row not a multiple of 4 long (read in vector
-// windows with a head and a tail) at up to 15 slots an invocation, rather
-// than 16 (at 16 NVIDIA's compiler put an fp32 lane's slots in local
-// memory): rows whose window passes 15 slots take a workgroup twice as wide
-// at half the slots. Rows a multiple of 4 long (in batches past
-// kFewRowsMaxWaves), scalar rows and the backward pass keep theirs; so do
-// devices without a multiprocessor count.
-TEST(Plan, OddRowsHoldAtMost15Slots) {
+// A workgroup row holds a plain forward row not a multiple of 4 long (read
+// in vector windows with a head and a tail) at up to 8 slots an invocation
+// (kOddRowSpreadSlots), in a workgroup twice as wide for each doubling past
+// them; attention rows at up to 15 (kOddRowMaxSlots: at 16 NVIDIA's
+// compiler put an fp32 lane's slots in local memory). Rows a multiple of 4
+// long keep theirs (the backward pass holds at most 8 slots anyway).
+TEST(Plan, OddRowsSpreadPast8Slots) {
     struct Held {
         uint64_t rows, cols;
         Dtype dtype;
@@ -1450,9 +1450,12 @@ TEST(Plan, OddRowsHoldAtMost15Slots) {
     };
     for (const DeviceInfo& d : {counted_h100(), h200()})
         for (const Held& c : {Held{64, 8189, Dtype::f32, 256, 8}, Held{64, 8189, Dtype::f16, 256, 8},
-                              Held{2, 7681, Dtype::f32, 256, 8}, Held{2, 7677, Dtype::f32, 128, 15},
-                              Held{1024, 8192, Dtype::f32, 128, 16}, Held{64, 8191, Dtype::bf16, 256, 9},
-                              Held{128, 32001, Dtype::f32, 1024, 8}, Held{128, 32000, Dtype::f32, 512, 16}}) {
+                              Held{2, 7681, Dtype::f32, 256, 8}, Held{2, 7677, Dtype::f32, 256, 8},
+                              Held{1024, 4095, Dtype::f16, 256, 5}, Held{16, 4095, Dtype::f32, 256, 5},
+                              Held{4096, 7167, Dtype::bf16, 256, 8}, Held{1024, 4093, Dtype::f32, 128, 8},
+                              Held{1024, 8192, Dtype::f32, 128, 16}, Held{64, 8191, Dtype::bf16, 512, 5},
+                              Held{1024, 20479, Dtype::f32, 1024, 6}, Held{128, 32001, Dtype::f32, 1024, 8},
+                              Held{128, 32000, Dtype::f32, 512, 16}}) {
             const Problem p = rows_of(c.rows, c.cols, c.dtype);
             const Plan plan = plan_geometry(d, p);
             const std::string described =
@@ -1461,6 +1464,13 @@ TEST(Plan, OddRowsHoldAtMost15Slots) {
             EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup_size) << described;
             EXPECT_EQ(plan.key[0].slots, c.slots) << described;
         }
+    // Attention rows keep four subgroups at 9 slots (up to 15).
+    Problem causal = masked_attention(1, 1, 4095, Dtype::f16, Dtype::f16);
+    causal.attention.mask = false;
+    causal.attention.causal = true;
+    const Plan attention = plan_geometry(h200(), causal);
+    EXPECT_EQ(attention.key[0].workgroup_size, 128u) << "causal f16 (1, 1, 4095, 4095): " << attention.key[0].id();
+    EXPECT_EQ(attention.key[0].slots, 9u) << "causal f16 (1, 1, 4095, 4095): " << attention.key[0].id();
 }
 
 // On NVIDIA batches of forward 16-bit rows not a multiple of 4 long, from

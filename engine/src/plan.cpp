@@ -300,17 +300,14 @@ uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t m
     else if (!problem.backward && !masked_bf16_row(problem) && narrow >= l.min_workgroup && narrow < wg &&
              window <= 4ull * narrow_slots * narrow)
         wg = narrow;
-    while (wg < l.max_workgroup && 4ull * most * wg < window) wg *= 2;
+    // Plain forward odd rows past kOddRowSpreadSlots double the workgroup
+    // while it can; at the largest they take up to `most`.
+    const uint32_t spread = odd_plain_row(problem, l) ? std::min(most, kOddRowSpreadSlots) : most;
+    while (wg < l.max_workgroup && 4ull * spread * wg < window) wg *= 2;
     return wg;
 }
 
 }  // namespace
-
-// The slots each invocation holds of a row that whole_row_workgroup()'s
-// workgroup holds whole at up to `most` slots an invocation.
-uint32_t whole_row_slots(const Problem& problem, const Limits& l, uint32_t most) {
-    return slots_holding_row(problem, Path::workgroup_row, l, whole_row_workgroup(problem, l, most), most);
-}
 
 }  // namespace planning
 

@@ -64,9 +64,6 @@ uint64_t row_window(const Problem& problem, Path path, const Limits& l);
 bool workgroup_holds_row(const Problem& problem, const Limits& l);
 // `want` slots per invocation, at most `most` (plan.cpp).
 uint32_t slots_for(const Problem& problem, Path path, const Limits& l, uint64_t want, uint32_t most);
-// The slots an invocation of the workgroup row that holds a row whole at
-// up to `most` slots holds of it (plan.cpp).
-uint32_t whole_row_slots(const Problem& problem, const Limits& l, uint32_t most);
 // The workgroups a dispatch of `items` work items has: one an item, at
 // most `max_groups` (maxComputeWorkGroupCount[0]; 0: no limit known),
 // whose workgroups then loop over the items (plan.cpp).

@@ -269,15 +269,13 @@ uint64_t held_wave_chunk(const Problem& problem, const Limits& l) {
 
 // Whether a contiguous row shorter than kSinglePassSpreadRowMin is one
 // that short_row_chunk() may spread: not a multiple of 4 long, at least
-// kSinglePassShortOddRowMin elements, and for fp32 either from
-// kSinglePassShortOddF32RowMin or where a workgroup row at up to kMaxSlots
-// would hold kSinglePassShortF32RowSlots slots or more (the geometries
-// measured against; the plan caps such rows at kOddRowMaxSlots).
-bool short_odd_row(const Problem& problem, const Limits& l) {
+// kSinglePassShortOddRowMin elements, fp32 ones from
+// kSinglePassShortOddF32RowMin (shorter ones a workgroup row holds at 5-8
+// slots, kOddRowSpreadSlots, faster than such chunks).
+bool short_odd_row(const Problem& problem) {
     const uint64_t axis = problem.shape.axis;
     if (axis % 4 == 0 || axis < kSinglePassShortOddRowMin) return false;
-    if (problem.dtype != Dtype::f32 || axis >= kSinglePassShortOddF32RowMin) return true;
-    return whole_row_slots(problem, l, kMaxSlots) >= kSinglePassShortF32RowSlots;
+    return problem.dtype != Dtype::f32 || axis >= kSinglePassShortOddF32RowMin;
 }
 
 // The chunk of a forward row shorter than kSinglePassSpreadRowMin that
@@ -326,7 +324,7 @@ bool short_odd_row(const Problem& problem, const Limits& l) {
 uint64_t short_row_chunk(const Problem& problem, const Limits& l) {
     const Shape& s = problem.shape;
     if (problem.backward || s.inner != 1 || l.multiprocessors == 0 || s.axis >= kSinglePassSpreadRowMin) return 0;
-    if (!short_odd_row(problem, l)) return 0;
+    if (!short_odd_row(problem)) return 0;
     if (s.axis <= kSinglePassShortRow && s.axis > kSinglePassShortBatchRow && s.rows() > 1) return 0;
     const bool wide = row_window(problem, Path::single_pass, l) > kSinglePassShortRow;
     const uint64_t chunk = wide ? 2 * kSinglePassShortChunk : kSinglePassShortChunk;

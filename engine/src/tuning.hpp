@@ -200,6 +200,16 @@ constexpr uint32_t kBackwardRereadGradientWorkgroup = 1024;
 // 23.89 against 11.14; f16 / bf16 8x8189 7.85 / 8.00 against 6.03 / 6.09,
 // 1024x8189 37.21 / 38.37 against 14.29 / 14.78.
 constexpr uint32_t kOddRowMaxSlots = kMaxSlots - 1;
+// Plain forward ODD_ROWS rows (no attention options) hold at most this many
+// slots below the device's largest workgroup: past them the workgroup
+// doubles. Held at 9-15 slots by four subgroups they were slower than at
+// 6-8 by eight in every batch but a few: H200 (580.159.04), us, 128 x 9-15
+// against 256 x 6-8 forced (bench/NOTES.md, v107): f16 1024x7167 32.16
+// against 13.26, 16x7167 7.40 against 5.22, 1024x5119 11.91 against 10.31,
+// 16x4095 5.30 against 4.76; f32 16x7167 5.80 against 4.62, 1024x7167 20.69
+// against 18.90; log-softmax f32 16x7167 8.09 against 4.76. Slower: f16
+// 1024x4095 (9 slots) 9.20 against 10.26, f32 264x7167 6.48 against 6.62.
+constexpr uint32_t kOddRowSpreadSlots = 8;
 // At the largest workgroup it holds rows whole rather than in tiles of
 // kHalfRowSlotsAtMaxWorkgroup where the rows make at least this many waves
 // of the multiprocessors, a row each, and contiguous bf16 rows and fp32
@@ -401,9 +411,6 @@ constexpr uint64_t kSinglePassSpreadBackwardRowMin = 24576;
 // kSinglePassShortChunkWaves workgroups a multiprocessor for longer ones.
 constexpr uint64_t kSinglePassShortOddRowMin = 4097;
 constexpr uint64_t kSinglePassShortOddF32RowMin = 10240;
-// ... and shorter fp32 rows whose workgroup row holds at least this many
-// slots (short_odd_row()).
-constexpr uint32_t kSinglePassShortF32RowSlots = 10;
 constexpr uint64_t kSinglePassShortChunk = 1024;
 constexpr uint64_t kSinglePassShortRow = 8192;
 constexpr uint64_t kSinglePassShortBatchRow = 6144;
