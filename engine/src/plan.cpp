@@ -288,7 +288,8 @@ uint32_t few_rows_workgroup(const Problem& problem, const Limits& l, uint64_t wi
 // for forward rows that those hold at up to kNarrowRowSlots slots, but
 // masked bf16 rows and plain forward odd rows that would take all
 // kNarrowRowSlots (kOddRowNarrowSlots), or few_rows_workgroup()'s for
-// batches too small to fill the device.
+// batches too small to fill the device; plain forward odd rows double it
+// past kOddRowSpreadSlots rather than `most`.
 uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t most) {
     const uint64_t window = row_window(problem, Path::workgroup_row, l);
     uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
@@ -300,8 +301,6 @@ uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t m
     else if (!problem.backward && !masked_bf16_row(problem) && narrow >= l.min_workgroup && narrow < wg &&
              window <= 4ull * narrow_slots * narrow)
         wg = narrow;
-    // Plain forward odd rows past kOddRowSpreadSlots double the workgroup
-    // while it can; at the largest they take up to `most`.
     const uint32_t spread = odd_plain_row(problem, l) ? std::min(most, kOddRowSpreadSlots) : most;
     while (wg < l.max_workgroup && 4ull * spread * wg < window) wg *= 2;
     return wg;
