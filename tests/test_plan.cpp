@@ -1439,7 +1439,8 @@ TEST(Plan, ShortRowsInSmallChunks) {
 // A workgroup row holds a plain forward row not a multiple of 4 long (read
 // in vector windows with a head and a tail) at up to 8 slots an invocation
 // (kOddRowSpreadSlots), in a workgroup twice as wide for each doubling past
-// them; attention rows at up to 15 (kOddRowMaxSlots: at 16 NVIDIA's
+// them, 16-bit ones in batches of 2048 rows or more at up to 10
+// (kOddRowSpreadBatchRows, kOddRowSpreadBatchSlots); attention rows at up to 15 (kOddRowMaxSlots: at 16 NVIDIA's
 // compiler put an fp32 lane's slots in local memory). Rows a multiple of 4
 // long keep theirs (the backward pass holds at most 8 slots anyway).
 TEST(Plan, OddRowsSpreadPast8Slots) {
@@ -1455,7 +1456,11 @@ TEST(Plan, OddRowsSpreadPast8Slots) {
                               Held{4096, 7167, Dtype::bf16, 256, 8}, Held{1024, 4093, Dtype::f32, 128, 8},
                               Held{1024, 8192, Dtype::f32, 128, 16}, Held{64, 8191, Dtype::bf16, 512, 5},
                               Held{1024, 20479, Dtype::f32, 1024, 6}, Held{128, 32001, Dtype::f32, 1024, 8},
-                              Held{128, 32000, Dtype::f32, 512, 16}}) {
+                              Held{128, 32000, Dtype::f32, 512, 16}, Held{2048, 8191, Dtype::f16, 256, 9},
+                              Held{2048, 8191, Dtype::bf16, 256, 9}, Held{4096, 4095, Dtype::f16, 128, 9},
+                              Held{2047, 8191, Dtype::f16, 512, 5}, Held{2048, 8191, Dtype::f32, 512, 5},
+                              Held{2048, 12287, Dtype::f16, 512, 7}, Held{2048, 9215, Dtype::f16, 256, 10},
+                              Held{1024, 9215, Dtype::f16, 512, 5}}) {
             const Problem p = rows_of(c.rows, c.cols, c.dtype);
             const Plan plan = plan_geometry(d, p);
             const std::string described =

@@ -225,6 +225,14 @@ bool odd_plain_row(const Problem& problem, const Limits& l) {
     return plain_forward(problem) && vector_odd_rows(problem, Path::workgroup_row, l);
 }
 
+// The slots past which a plain forward odd row's workgroup doubles:
+// kOddRowSpreadSlots, or kOddRowSpreadBatchSlots for 16-bit batches of
+// kOddRowSpreadBatchRows rows or more.
+uint32_t odd_row_spread_slots(const Problem& problem) {
+    const bool large_16bit_batch = problem.dtype != Dtype::f32 && problem.shape.rows() >= kOddRowSpreadBatchRows;
+    return large_16bit_batch ? kOddRowSpreadBatchSlots : kOddRowSpreadSlots;
+}
+
 // Whether a workgroup of `size` invocations is within the device's limits.
 bool workgroup_fits(const Limits& l, uint32_t size) { return size >= l.min_workgroup && size <= l.max_workgroup; }
 
@@ -301,7 +309,7 @@ uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t m
     else if (!problem.backward && !masked_bf16_row(problem) && narrow >= l.min_workgroup && narrow < wg &&
              window <= 4ull * narrow_slots * narrow)
         wg = narrow;
-    const uint32_t spread = odd_plain_row(problem, l) ? std::min(most, kOddRowSpreadSlots) : most;
+    const uint32_t spread = odd_plain_row(problem, l) ? std::min(most, odd_row_spread_slots(problem)) : most;
     while (wg < l.max_workgroup && 4ull * spread * wg < window) wg *= 2;
     return wg;
 }

@@ -210,6 +210,17 @@ constexpr uint32_t kOddRowMaxSlots = kMaxSlots - 1;
 // against 18.90; log-softmax f32 16x7167 8.09 against 4.76. Slower: f16
 // 1024x4095 (9 slots) 9.20 against 10.26, f32 264x7167 6.48 against 6.62.
 constexpr uint32_t kOddRowSpreadSlots = 8;
+// ... but 16-bit rows in batches of at least kOddRowSpreadBatchRows hold up
+// to kOddRowSpreadBatchSlots before it doubles. Spread past 8 in such
+// batches, H200 (580.159.04), us: f16 / bf16 2048x8191 at 512 x 5 32.43 /
+// 33.68 against 28.51 / 29.96 at 256 x 9; 2048x9215 at 512 x 5 37.33 /
+// 37.91 against 30.70 / 33.39 at 256 x 10; f16 4096x4095 at 256 x 5 30.63
+// against 28.49 at 128 x 9 (bench/NOTES.md, v109-v110). Still faster
+// spread: such batches of rows of 12287 (13 slots at 256; f16 2048x12287
+// 52.01 -> 45.11 at 512 x 7) and smaller batches (f16 1024x4095 9.18 ->
+// 9.00 at 256 x 5).
+constexpr uint64_t kOddRowSpreadBatchRows = 2048;
+constexpr uint32_t kOddRowSpreadBatchSlots = 10;
 // At the largest workgroup it holds rows whole rather than in tiles of
 // kHalfRowSlotsAtMaxWorkgroup where the rows make at least this many waves
 // of the multiprocessors, a row each, and contiguous bf16 rows and fp32
