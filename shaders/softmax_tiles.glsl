@@ -236,8 +236,15 @@ void load_attention_tile(Span row, uint tile_begin, uint lanes, uint lane) {
 // backward 10.30 / 10.90 -> 9.31 / 10.45; backward 1024x8189 (256 x 8)
 // 32.7 / 34.0 -> 19.3 / 20.3. fp32 rows keep load_slot(): in this form
 // NVIDIA's compiler (580.159.04) gave NaN rows on fp32 workgroup rows
-// (f32 1024x8189, 3x2045, 2x4097; bench/NOTES.md, v83).
-#ifdef STORAGE_16BIT
+// (f32 1024x8189, 3x2045, 2x4097; bench/NOTES.md, v83). Nor masked 16-bit
+// subgroup rows (their mask read element by element): in this form every
+// output of f16 (1, 1, 15, 255) and 255x255 / 257x257 under an fp16 mask,
+// at 128 x 3 slots, came out NaN on that driver, 200 times in 200 seeds
+// (fast exp, NaN found by the row's sum), where load_slot() passed 1200 of
+// 1200 and every attention subgroup-row case (bench/NOTES.md, v110).
+#if defined(STORAGE_16BIT) && defined(ATTENTION)
+const bool PARTS_AFTER_WHOLE4 = MASK == MASK_NONE || !SUBGROUP_ROWS;
+#elif defined(STORAGE_16BIT)
 const bool PARTS_AFTER_WHOLE4 = true;
 #else
 const bool PARTS_AFTER_WHOLE4 = false;
