@@ -146,7 +146,8 @@ StressOutcome stress_in_child(const ConformanceArgs& a, const std::string& selec
 }
 
 // The child's part: the stress case on the device, as a JSON array; its
-// failing checks' tensors saved as stress-N with --save-failures.
+// failing checks' tensors saved as stress-DEVICE-N with --save-failures
+// (the device's index: `--device all` runs one child a device).
 int stress_only(const ConformanceArgs& a) {
     ContextOptions co;
     co.device = a.device;
@@ -159,7 +160,9 @@ int stress_only(const ConformanceArgs& a) {
     nlohmann::json results = nlohmann::json::array();
     int saved = 0;
     for (const auto& r : conformance::stress_single_pass(ctx, options)) {
-        if (r.evidence) save_failure(a.save_failures, "stress-" + std::to_string(++saved), r);
+        if (r.evidence)
+            save_failure(a.save_failures,
+                         "stress-" + std::to_string(ctx.info().index) + "-" + std::to_string(++saved), r);
         results.push_back(to_json(r));
     }
     fmt::print("{}\n", results.dump());

@@ -498,8 +498,8 @@ std::string skip_reason(const Case& c, const Variant& v) {
     return {};
 }
 
-// Case c on variant v, planned under the per-driver rules' choices `rules`.
-// One check of case c by variant v on inputs drawn from `seed`.
+// One check of case c by variant v on inputs drawn from `seed`, planned
+// under the per-driver rules' choices (Options::rules).
 Result check(Context& ctx, const Case& c, const Variant& v, const Options& options, uint32_t seed) {
     std::mt19937 rng(seed);
     Result r;
@@ -599,9 +599,10 @@ bool selected(const std::string& text, const std::vector<std::string>& terms) {
     return true;
 }
 
-}  // namespace
-
+// The run's seed: Options::seed, or one drawn at random.
 uint32_t seed_of(const Options& options) { return options.seed ? options.seed : std::random_device{}(); }
+
+}  // namespace
 
 std::vector<Result> run(Context& ctx, const Options& options, const std::function<void(const Result&)>& progress) {
     const uint32_t seed = seed_of(options);
