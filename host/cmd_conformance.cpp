@@ -1,18 +1,13 @@
 // vksoftmax conformance: the catalogue on one device or all, a table, a
 // one-line summary, and a JSON report that names the device and driver.
 #include <fmt/core.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <climits>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "child_process.hpp"
 #include "commands.hpp"
 #include "driver_rule_options.hpp"
 #include "failure_files.hpp"
@@ -81,11 +76,7 @@ struct StressOutcome {
 // driver that does not keep a waiting workgroup's partners running hangs
 // the child, never this process.
 StressOutcome stress_in_child(const ConformanceArgs& a, const std::string& selector) {
-    char self[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) throw Error(ErrorKind::unsupported, "cannot find this program (/proc/self/exe) to run the stress case");
-    self[n] = 0;
-    std::vector<std::string> args = {self, "conformance", "--stress-only", "--device", selector,
+    std::vector<std::string> args = {this_program(), "conformance", "--stress-only", "--device", selector,
                                      "--seed", std::to_string(a.seed)};
     if (a.no_uniform_control_flow) args.push_back("--no-uniform-control-flow");
     if (!a.save_failures.empty()) {
@@ -95,52 +86,17 @@ StressOutcome stress_in_child(const ConformanceArgs& a, const std::string& selec
     // The forced driver-rule choices reach the stress case as they reach
     // the catalogue's variants.
     for (const std::string& word : driver_rule_arguments(a.rules)) args.push_back(word);
-    std::vector<char*> argv;
-    for (std::string& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    int fds[2];
-    if (::pipe(fds) != 0) throw Error(ErrorKind::unsupported, "pipe() failed for the stress case");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, self, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(fds[1]);
-    if (spawned != 0) {
-        ::close(fds[0]);
-        throw Error(ErrorKind::unsupported, "cannot start the stress case's process");
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.watchdog_seconds);
-    std::string out;
+    const ChildOutput child = run_with_deadline(args, std::chrono::seconds(a.watchdog_seconds));
     StressOutcome o;
-    for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) {
-            o.hung = true;
-            break;
-        }
-        pollfd p{fds[0], POLLIN, 0};
-        if (::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000))) <= 0) continue;
-        char buf[4096];
-        const ssize_t got = ::read(fds[0], buf, sizeof buf);
-        if (got <= 0) break;  // the child closed its stdout: it is exiting
-        out.append(buf, static_cast<size_t>(got));
-    }
-    ::close(fds[0]);
-    int status = 0;
-    if (o.hung) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
+    o.hung = child.hung;
+    if (child.hung) {
         o.failure = "no answer within " + std::to_string(a.watchdog_seconds) + " s (stopped)";
         return o;
     }
-    ::waitpid(pid, &status, 0);
     try {
-        for (const auto& j : nlohmann::json::parse(out)) o.results.push_back(from_json(j));
+        for (const auto& j : nlohmann::json::parse(child.out)) o.results.push_back(from_json(j));
     } catch (const std::exception&) {
-        o.failure = "the stress case's process exited (status " + std::to_string(status) + ") with no report";
+        o.failure = "the stress case's process exited (status " + std::to_string(child.status) + ") with no report";
     }
     return o;
 }

@@ -68,6 +68,37 @@ int raw_value(const Enum& field) {
     return value;
 }
 
+// A C storage type's engine Dtype; Error(invalid_argument) naming `field`
+// for a value outside vksm_dtype.
+vksoftmax::Dtype dtype_of(int value, const char* field) {
+    switch (value) {
+    case VKSM_F32: return vksoftmax::Dtype::f32;
+    case VKSM_F16: return vksoftmax::Dtype::f16;
+    case VKSM_BF16: return vksoftmax::Dtype::bf16;
+    }
+    throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, std::string("unknown ") + field + " " + std::to_string(value));
+}
+
+// The attention options of a C problem (zeros: the defaults).
+vksoftmax::Attention attention_of(const vksm_problem& problem) {
+    vksoftmax::Attention a;
+    a.heads = problem.heads ? problem.heads : 1;
+    a.query_rows = problem.query_rows;
+    a.mask = problem.mask != 0;
+    if (a.mask) a.mask_dtype = dtype_of(raw_value(problem.mask_dtype), "mask_dtype");
+    a.mask_batch = problem.mask_batch ? problem.mask_batch : 1;
+    a.mask_heads = problem.mask_heads ? problem.mask_heads : 1;
+    a.mask_rows = problem.mask_rows;
+    a.causal = problem.causal != 0;
+    a.causal_offset = problem.causal_offset;
+    a.alibi_max_bias = problem.alibi_max_bias;
+    a.sinks = problem.sinks != 0;
+    a.lse = problem.lse != 0;
+    return a;
+}
+
+vksoftmax::BufferRange range_of(const vksm_buffer& b) { return {b.buffer, b.offset, b.range}; }
+
 }  // namespace
 
 extern "C" {
@@ -127,41 +158,6 @@ vksm_result vksm_pipeline_cache_data(vksm_context context, void* data, size_t* s
         *size = blob.size();
     });
 }
-
-namespace {
-
-// A C storage type's engine Dtype; Error(invalid_argument) naming `field`
-// for a value outside vksm_dtype.
-vksoftmax::Dtype dtype_of(int value, const char* field) {
-    switch (value) {
-    case VKSM_F32: return vksoftmax::Dtype::f32;
-    case VKSM_F16: return vksoftmax::Dtype::f16;
-    case VKSM_BF16: return vksoftmax::Dtype::bf16;
-    }
-    throw vksoftmax::Error(vksoftmax::ErrorKind::invalid_argument, std::string("unknown ") + field + " " + std::to_string(value));
-}
-
-// The attention options of a C problem (zeros: the defaults).
-vksoftmax::Attention attention_of(const vksm_problem& problem) {
-    vksoftmax::Attention a;
-    a.heads = problem.heads ? problem.heads : 1;
-    a.query_rows = problem.query_rows;
-    a.mask = problem.mask != 0;
-    if (a.mask) a.mask_dtype = dtype_of(raw_value(problem.mask_dtype), "mask_dtype");
-    a.mask_batch = problem.mask_batch ? problem.mask_batch : 1;
-    a.mask_heads = problem.mask_heads ? problem.mask_heads : 1;
-    a.mask_rows = problem.mask_rows;
-    a.causal = problem.causal != 0;
-    a.causal_offset = problem.causal_offset;
-    a.alibi_max_bias = problem.alibi_max_bias;
-    a.sinks = problem.sinks != 0;
-    a.lse = problem.lse != 0;
-    return a;
-}
-
-vksoftmax::BufferRange range_of(const vksm_buffer& b) { return {b.buffer, b.offset, b.range}; }
-
-}  // namespace
 
 vksm_result vksm_plan_create(vksm_context context, const vksm_problem* problem, vksm_plan* out) {
     if (out) *out = nullptr;

@@ -498,6 +498,69 @@ std::string skip_reason(const Case& c, const Variant& v) {
     return {};
 }
 
+// The problem a case poses under a variant's precision.
+Problem problem_of(const Case& c, const Variant& v) {
+    Problem p;
+    p.shape = c.shape;
+    p.dtype = c.dtype;
+    p.log = c.log;
+    p.temperature = c.temperature;
+    p.scale = c.scale;
+    p.precision = v.precision;
+    p.attention = c.attention;
+    p.backward = c.backward;
+    return p;
+}
+
+// The plan a variant forces: its path, reduction, subgroup size and
+// patience.
+RunOptions run_options_of(const Case& c, const Variant& v, const Options& options) {
+    RunOptions ro;
+    ro.plan.path = v.path;
+    ro.plan.reduction = v.reduction;
+    ro.plan.subgroup_size = v.subgroup_size;
+    // Small chunks on the chunked paths: many partials to merge even for
+    // short rows. The single-pass path is checked wherever the device has
+    // what it needs, whether or not its plan takes it by itself.
+    if (chunked_path(v.path)) ro.plan.chunk_elements = 1;
+    ro.plan.single_pass = SinglePass::allowed;
+    ro.plan.single_pass_patience = v.patience;
+    ro.plan.rules = options.rules;
+    ro.plan.row_order = c.row_order;
+    return ro;
+}
+
+// The forward check: outputs (and the LSE) against float64, and each
+// row's sum against 1.
+void check_forward(Context& ctx, const Case& c, const Problem& p, const RunOptions& ro, std::mt19937& rng,
+                   bool keep_failures, Result& r) {
+    const AttentionInputs attention = make_attention_inputs(c, rng);
+    AttentionData gpu = attention.data(c.attention), reference = gpu;
+    std::vector<float> lse(c.attention.lse ? c.shape.rows() : 0), lse_ref(lse.size());
+    gpu.lse = lse.data();
+    reference.lse = lse_ref.data();
+    const Outputs o = run_on_gpu(ctx, c, p, ro, gpu, rng);
+    std::vector<double> ref(o.inputs.size());
+    cpu::softmax(p, o.inputs.data(), ref.data(), reference);
+    round_to(c.dtype, ref);
+    const Bound bound = accuracy_bound(c.dtype, c.log, p.precision);
+    r.rel_bound = bound.rel;
+    judge(c, o, ref, bound.floor, r);
+    judge_lse(lse, lse_ref, r);
+    // A row of L outputs, each within the bound, sums to 1 within it too
+    // (plus the output type's rounding of each, which the bound covers).
+    const double sum_bound = c.dtype == Dtype::f32 ? r.rel_bound : 2 * r.rel_bound;
+    r.pass = r.nan_pattern_ok && r.max_rel <= r.rel_bound && r.worst_row_sum <= sum_bound;
+    if (keep_failures && !r.pass) {
+        auto e = std::make_shared<Evidence>(evidence_of(c, o.inputs, o.got, ref));
+        add_mask(c, attention, *e);
+        r.evidence = e;
+    }
+    if (r.pass) r.note.clear();
+    else if (r.nan_pattern_ok)
+        r.note = r.max_rel > r.rel_bound ? "relative error over the bound" : "a row does not sum to 1";
+}
+
 // One check of case c by variant v on inputs drawn from `seed`, planned
 // under the per-driver rules' choices (Options::rules).
 Result check(Context& ctx, const Case& c, const Variant& v, const Options& options, uint32_t seed) {
@@ -513,57 +576,10 @@ Result check(Context& ctx, const Case& c, const Variant& v, const Options& optio
         r.pass = true;
         return r;
     }
-    Problem p;
-    p.shape = c.shape;
-    p.dtype = c.dtype;
-    p.log = c.log;
-    p.temperature = c.temperature;
-    p.scale = c.scale;
-    p.precision = v.precision;
-    p.attention = c.attention;
-    RunOptions ro;
-    ro.plan.path = v.path;
-    ro.plan.reduction = v.reduction;
-    ro.plan.subgroup_size = v.subgroup_size;
-    // Small chunks on the chunked paths: many partials to merge even for
-    // short rows. The single-pass path is checked wherever the device has
-    // what it needs, whether or not its plan takes it by itself.
-    if (chunked_path(v.path)) ro.plan.chunk_elements = 1;
-    ro.plan.single_pass = SinglePass::allowed;
-    ro.plan.single_pass_patience = v.patience;
-    ro.plan.rules = options.rules;
-    ro.plan.row_order = c.row_order;
-    if (c.backward) {
-        p.backward = true;
-        check_backward(ctx, c, p, ro, rng, options.keep_failures, r);
-        return r;
-    }
-
-    const AttentionInputs attention = make_attention_inputs(c, rng);
-    AttentionData gpu = attention.data(c.attention), reference = gpu;
-    std::vector<float> lse(c.attention.lse ? c.shape.rows() : 0), lse_ref(lse.size());
-    gpu.lse = lse.data();
-    reference.lse = lse_ref.data();
-    const Outputs o = run_on_gpu(ctx, c, p, ro, gpu, rng);
-    std::vector<double> ref(o.inputs.size());
-    cpu::softmax(p, o.inputs.data(), ref.data(), reference);
-    round_to(c.dtype, ref);
-    const Bound bound = accuracy_bound(c.dtype, c.log, v.precision);
-    r.rel_bound = bound.rel;
-    judge(c, o, ref, bound.floor, r);
-    judge_lse(lse, lse_ref, r);
-    // A row of L outputs, each within the bound, sums to 1 within it too
-    // (plus the output type's rounding of each, which the bound covers).
-    const double sum_bound = c.dtype == Dtype::f32 ? r.rel_bound : 2 * r.rel_bound;
-    r.pass = r.nan_pattern_ok && r.max_rel <= r.rel_bound && r.worst_row_sum <= sum_bound;
-    if (options.keep_failures && !r.pass) {
-        auto e = std::make_shared<Evidence>(evidence_of(c, o.inputs, o.got, ref));
-        add_mask(c, attention, *e);
-        r.evidence = e;
-    }
-    if (r.pass) r.note.clear();
-    else if (r.nan_pattern_ok)
-        r.note = r.max_rel > r.rel_bound ? "relative error over the bound" : "a row does not sum to 1";
+    const Problem p = problem_of(c, v);
+    const RunOptions ro = run_options_of(c, v, options);
+    if (c.backward) check_backward(ctx, c, p, ro, rng, options.keep_failures, r);
+    else check_forward(ctx, c, p, ro, rng, options.keep_failures, r);
     return r;
 }
 
