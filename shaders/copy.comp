@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // The bandwidth ceilings the benchmark reports against: a grid-stride pass
 // with 16-byte accesses, the best a compute shader moves memory. MODE says
 // which: a copy (the ceiling of every case), or, beside it, reads alone or
@@ -8,9 +9,11 @@
 // nothing to that order.
 // Same descriptor layout and push constants as softmax.comp (rows = vec4
 // count).
-layout(local_size_x_id = 0) in;
+#include "specialization_ids.h"
+
+layout(local_size_x_id = SPEC_ID_WORKGROUP_SIZE) in;
 const uint MODE_COPY = 0u, MODE_READ = 1u, MODE_WRITE = 2u;
-layout(constant_id = 1) const uint MODE = MODE_COPY;
+layout(constant_id = SPEC_ID_COPY_MODE) const uint MODE = MODE_COPY;
 layout(std430, binding = 0) readonly buffer In { vec4 x[]; };
 layout(std430, binding = 1) writeonly buffer Out { vec4 y[]; };
 // never: a word the OR of the input's words never equals (MODE_READ).

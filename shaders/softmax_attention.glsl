@@ -25,18 +25,18 @@ layout(std430, binding = 5) writeonly buffer LogSumExp { float lse[]; };
 // The options as specialization constants, so that a module specialized
 // without one has none of its code.
 const uint MASK_NONE = 0u, MASK_F32 = 1u, MASK_F16 = 2u, MASK_BF16 = 3u;
-layout(constant_id = 10) const uint MASK = MASK_NONE;
-layout(constant_id = 11) const bool CAUSAL = false;
-layout(constant_id = 12) const bool SINKS = false;
-layout(constant_id = 13) const bool LSE = false;
+layout(constant_id = SPEC_ID_MASK) const uint MASK = MASK_NONE;
+layout(constant_id = SPEC_ID_CAUSAL) const bool CAUSAL = false;
+layout(constant_id = SPEC_ID_SINKS) const bool SINKS = false;
+layout(constant_id = SPEC_ID_LSE) const bool LSE = false;
 // ALiBi's per-head slopes; without, every slope is 1 and a masked element
 // costs one multiply-add (x * scale + mask), not two.
-layout(constant_id = 14) const bool ALIBI = false;
+layout(constant_id = SPEC_ID_ALIBI) const bool ALIBI = false;
 // A mask with a batch or head dimension over 1; without (a (query rows, n)
 // mask broadcast over batch and heads, the common one), a row's mask row
 // follows from its query row alone, and a row that needs no head (no
 // ALiBi, no sink) never takes its index apart further.
-layout(constant_id = 15) const bool MASK_PER_HEAD = false;
+layout(constant_id = SPEC_ID_MASK_PER_HEAD) const bool MASK_PER_HEAD = false;
 // The order in which the row kinds take the rows: head-major (the tensor's,
 // every query row of a head before the next head) or query-major (every
 // (batch, head) slice of query row q before q + 1). In head-major order a
@@ -45,19 +45,19 @@ layout(constant_id = 15) const bool MASK_PER_HEAD = false;
 // have passed through the cache; where they evict it, query-major order
 // reads each mask row while it is still there (engine/src/attention_plan.cpp,
 // query_major_rows()).
-layout(constant_id = 18) const bool QUERY_MAJOR = false;
+layout(constant_id = SPEC_ID_QUERY_MAJOR) const bool QUERY_MAJOR = false;
 // Query-major order in blocks of 2^QUERY_BLOCK_SHIFT query rows: each slice
 // takes a block of consecutive rows before the next slice takes the same
 // block, so that a workgroup's neighbours read neighbouring rows of x while
 // a mask row is read again a block later (query_block_rows() in
 // attention_plan.cpp).
-layout(constant_id = 19) const uint QUERY_BLOCK_SHIFT = 0u;
+layout(constant_id = SPEC_ID_QUERY_BLOCK_SHIFT) const uint QUERY_BLOCK_SHIFT = 0u;
 // Subgroup rows issue a tile's loads together (softmax_tiles.glsl:
 // ATTENTION_LOADS_FIRST, ATTENTION_LOGITS_AFTER), on the drivers where
 // that was measured faster; elsewhere each vector's load and logits stay
 // in a branch of their own, which lavapipe compiles up to 4x faster
 // (engine/src/tile_loads_rule.cpp).
-layout(constant_id = 23) const bool TILE_LOADS_TOGETHER = false;
+layout(constant_id = SPEC_ID_TILE_LOADS_TOGETHER) const bool TILE_LOADS_TOGETHER = false;
 
 // A row's share of the options (row_attention()).
 struct RowAttention { uint mask_base; uint visible; float slope; };

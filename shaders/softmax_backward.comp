@@ -55,7 +55,7 @@ void rows_per_slot(uint r0, uint lanes, uint lane) {
 // alone (rereads_gradient() in plan.cpp). fp32 accesses only (VEC 4):
 // 16-byte 16-bit tiles are computed whole before their stores
 // (write_tile()).
-layout(constant_id = 24) const bool REREAD_GRADIENT = false;
+layout(constant_id = SPEC_ID_REREAD_GRADIENT) const bool REREAD_GRADIENT = false;
 const bool REREAD_GRADIENT_HERE = REREAD_GRADIENT && VEC == 4u;
 // Read through this function (glslang 12 emits a specialization constant's
 // operation in the first function body that reads it).

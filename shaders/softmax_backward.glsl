@@ -64,7 +64,7 @@ vec4 grads[SLOTS];
 // is exact to the sum's rounding (fp32) of the stored y: an absolute
 // error, where exp(sink - lse) from the forward would be relative, at
 // the price of two more buffers.
-layout(constant_id = 12) const bool SINKS = false;
+layout(constant_id = SPEC_ID_SINKS) const bool SINKS = false;
 layout(std430, binding = 4) writeonly buffer SinkGradient { float sink_gradient[]; };
 
 // Whether a sum is NaN or +-inf: by its bits, which no compiler may assume

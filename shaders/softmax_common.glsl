@@ -54,14 +54,16 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 
-layout(local_size_x_id = 0) in;
+#include "specialization_ids.h"
+
+layout(local_size_x_id = SPEC_ID_WORKGROUP_SIZE) in;
 // vec4 slots held per invocation: a tile is 4 * SLOTS * group_size elements.
-layout(constant_id = 1) const uint SLOTS = 1;
+layout(constant_id = SPEC_ID_SLOTS) const uint SLOTS = 1;
 // Elements per memory access: 1 (scalar, strided rows), 4 (contiguous rows),
 // 8 (fp16 only, contiguous rows: 16-byte accesses, as wide as fp32's vec4;
 // SLOTS is then even). Rows not a multiple of VEC long are ODD_ROWS.
-layout(constant_id = 2) const uint VEC = 1;
-layout(constant_id = 3) const bool LOG = false;
+layout(constant_id = SPEC_ID_VEC) const uint VEC = 1;
+layout(constant_id = SPEC_ID_LOG) const bool LOG = false;
 // Log-softmax at T > 1: x - m may overflow where (x - m) / T is finite, so
 // each output tests its inputs' magnitude (vksm_log_shift). Off, at T <= 1,
 // a log-softmax output is a subtract, a multiply and a subtract: with the
@@ -69,15 +71,15 @@ layout(constant_id = 3) const bool LOG = false;
 // softmax ran at 99% (H200, bench/NOTES.md, v17). Attention modules never
 // test: they take T = 1, or their scale as T = 1 / s only where s >= 1 for
 // log-softmax (SCALE_IN_EXP below).
-layout(constant_id = 16) const bool LOG_OVERFLOW_GUARD = true;
+layout(constant_id = SPEC_ID_LOG_OVERFLOW_GUARD) const bool LOG_OVERFLOW_GUARD = true;
 // A subgroup owns a row (short rows); otherwise the workgroup owns it.
-layout(constant_id = 4) const bool SUBGROUP_ROWS = false;
+layout(constant_id = SPEC_ID_SUBGROUP_ROWS) const bool SUBGROUP_ROWS = false;
 // Our own range-reduced exp instead of the driver's, so that results agree
 // across vendors whatever precision their exp has.
-layout(constant_id = 5) const bool ACCURATE = false;
+layout(constant_id = SPEC_ID_ACCURATE) const bool ACCURATE = false;
 // What this dispatch does: one of the KIND_* values below (ShaderKind in
 // engine/include/vksoftmax/pipeline.hpp, same values).
-layout(constant_id = 6) const uint KIND = 0;
+layout(constant_id = SPEC_ID_KIND) const uint KIND = 0;
 // A group (subgroup or workgroup) owns a row: read once into registers if
 // it fits one tile, else folded tile by tile into (m, d) and re-read.
 const uint KIND_ROW_IN_REGISTERS = 0u;
@@ -109,20 +111,20 @@ const uint KIND_ROWS_PER_SLOT = 4u;
 const uint KIND_SINGLE_PASS = 5u;
 // Polling rounds a workgroup waits for its row's partials before it
 // computes the missing ones itself.
-layout(constant_id = 9) const uint PATIENCE = 4096;
+layout(constant_id = SPEC_ID_PATIENCE) const uint PATIENCE = 4096;
 #endif
 #ifdef USE_SHUFFLE
 // Lanes that hold one KIND_ROWS_PER_SLOT row: a power of two, below the
 // subgroup size, for rows of at most 4 x ROW_LANES elements (a row of 10
 // takes 4 lanes, so a subgroup of 32 holds 8 such rows in each slot).
-layout(constant_id = 7) const uint ROW_LANES = 1;
+layout(constant_id = SPEC_ID_ROW_LANES) const uint ROW_LANES = 1;
 #endif
 
 // Rows are contiguous but not a multiple of VEC (4 or 8) long: each is read
 // over a window from the vector boundary at or before its first element,
 // so that its body moves in whole vectors and only the vectors it shares
 // with its neighbours (its head and tail) move element by element.
-layout(constant_id = 8) const bool ODD_ROWS = false;
+layout(constant_id = SPEC_ID_ODD_ROWS) const bool ODD_ROWS = false;
 
 // How elements move in memory, per storage type: ELEM, one element; V4,
 // four (vec4, or uvec2 for 16-bit types: a driver may split f16vec4
@@ -324,7 +326,7 @@ layout(push_constant) uniform Params {
 // v28). The host leaves it off for log-softmax and sinks at s < 1, where
 // x - m, and a sink carried into x's units (sink / s), could leave fp32
 // although the logits do not.
-layout(constant_id = 17) const bool SCALE_IN_EXP = false;
+layout(constant_id = SPEC_ID_SCALE_IN_EXP) const bool SCALE_IN_EXP = false;
 #define VKSM_INV_T (SCALE_IN_EXP ? pc.inv_t : 1.0)
 #define VKSM_LOG_SHIFT_GUARD false
 #else
@@ -346,7 +348,7 @@ layout(constant_id = 17) const bool SCALE_IN_EXP = false;
 // (VKSM_EXP_UNCLAMPED): a wrapper choosing between two exps here ran
 // rows of 128 (KIND_ROWS_PER_SLOT) 1.3-1.7x slower on the H200, with or
 // without BY_SUM (v49).
-layout(constant_id = 22) const bool NONFINITE_BY_SUM = false;
+layout(constant_id = SPEC_ID_NONFINITE_BY_SUM) const bool NONFINITE_BY_SUM = false;
 const bool BY_SUM = NONFINITE_BY_SUM && !ACCURATE;
 #define VKSM_EXP_UNCLAMPED BY_SUM
 #ifdef USE_SUBGROUP

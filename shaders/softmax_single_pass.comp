@@ -66,7 +66,7 @@
 // where both forms were compiled in: bench/NOTES.md, v42). The shader
 // still checks the push constants, so a chunk longer than a tile is right
 // either way.
-layout(constant_id = 20) const bool HELD_CHUNKS = true;
+layout(constant_id = SPEC_ID_HELD_CHUNKS) const bool HELD_CHUNKS = true;
 // Partials a lane of the gathering invocations loads at once in each
 // polling round (gather_row()): its count of the row's chunks, at most 4.
 // Loaded as they are merged, each waits on the merge before it (whether to
@@ -74,7 +74,7 @@ layout(constant_id = 20) const bool HELD_CHUNKS = true;
 // past the first cost about a round trip (v36); loaded together they cost
 // one, but their registers are live beside the held slots, which slowed
 // rows of one partial a lane (v42).
-layout(constant_id = 21) const uint GATHER_AHEAD = 1;
+layout(constant_id = SPEC_ID_GATHER_AHEAD) const uint GATHER_AHEAD = 1;
 
 // What a partial is, how partials merge, and how a chunk is written, for
 // each pass.

@@ -2,7 +2,9 @@
 
 #include <array>
 #include <cstddef>
+#include <vector>
 
+#include "specialization_ids.h"
 #include "spirv.hpp"
 #include "vksoftmax/context.hpp"
 #include "vksoftmax/error.hpp"
@@ -58,6 +60,65 @@ uint32_t push_bytes(const PipelineKey& key) {
 // The backward modules declare binding 4 (the sink gradient) whether or
 // not SINKS is on: a stand-in buffer fills it where it is off.
 uint32_t binding_count(const PipelineKey& key) { return key.attention ? max_bindings : key.backward ? 5u : 3u; }
+
+namespace {
+
+// A pipeline's specialization constants: value k is constant_id k
+// (shaders/specialization_ids.h). Booleans are 32-bit.
+struct SpecializationValues {
+    std::vector<uint32_t> values;
+    std::vector<VkSpecializationMapEntry> entries;
+};
+
+SpecializationValues copy_specialization(const PipelineKey& key) {
+    std::vector<uint32_t> values(SPEC_ID_COPY_MODE + 1);
+    values[SPEC_ID_WORKGROUP_SIZE] = key.workgroup_size;
+    values[SPEC_ID_COPY_MODE] = static_cast<uint32_t>(key.ceiling);
+    return {values, {}};
+}
+
+SpecializationValues softmax_specialization(const PipelineKey& key) {
+    std::vector<uint32_t> values(SPEC_ID_COUNT);
+    values[SPEC_ID_WORKGROUP_SIZE] = key.workgroup_size;
+    values[SPEC_ID_SLOTS] = key.slots;
+    values[SPEC_ID_VEC] = key.vec;
+    values[SPEC_ID_LOG] = key.log;
+    values[SPEC_ID_SUBGROUP_ROWS] = key.subgroup_rows;
+    values[SPEC_ID_ACCURATE] = key.accurate;
+    values[SPEC_ID_KIND] = static_cast<uint32_t>(key.kind);
+    values[SPEC_ID_ROW_LANES] = key.row_lanes;
+    values[SPEC_ID_ODD_ROWS] = key.odd_rows;
+    values[SPEC_ID_PATIENCE] = key.patience;
+    values[SPEC_ID_MASK] = key.mask;
+    values[SPEC_ID_CAUSAL] = key.causal;
+    values[SPEC_ID_SINKS] = key.sinks;
+    values[SPEC_ID_LSE] = key.lse;
+    values[SPEC_ID_ALIBI] = key.alibi;
+    values[SPEC_ID_MASK_PER_HEAD] = key.mask_per_head;
+    values[SPEC_ID_LOG_OVERFLOW_GUARD] = key.log_overflow_guard;
+    values[SPEC_ID_SCALE_IN_EXP] = key.scale_in_exp;
+    values[SPEC_ID_QUERY_MAJOR] = key.query_major;
+    values[SPEC_ID_QUERY_BLOCK_SHIFT] = key.query_block_shift;
+    values[SPEC_ID_HELD_CHUNKS] = key.held_chunks;
+    values[SPEC_ID_GATHER_AHEAD] = key.gather_ahead;
+    values[SPEC_ID_NONFINITE_BY_SUM] = key.nonfinite_by_sum;
+    values[SPEC_ID_TILE_LOADS_TOGETHER] = key.tile_loads_together;
+    values[SPEC_ID_REREAD_GRADIENT] = key.reread_gradient;
+    return {values, {}};
+}
+
+// Every module takes the whole list of its kind: an entry for an id a
+// module does not declare is ignored (VkSpecializationInfo), so ROW_LANES
+// reaches only the shuffle modules, PATIENCE and the held-chunk ids only
+// the single-pass ones, the attention ids only the attention ones.
+SpecializationValues specialization_values(const PipelineKey& key) {
+    SpecializationValues spec = key.copy ? copy_specialization(key) : softmax_specialization(key);
+    for (uint32_t id = 0; id < spec.values.size(); ++id)
+        spec.entries.push_back({id, id * static_cast<uint32_t>(sizeof(uint32_t)), sizeof(uint32_t)});
+    return spec;
+}
+
+}  // namespace
 
 std::array<VkWriteDescriptorSet, max_bindings> buffer_writes(const DescriptorBuffers& buffers, VkDescriptorSet set) {
     std::array<VkWriteDescriptorSet, max_bindings> writes{};
@@ -141,30 +202,9 @@ Handle<VkShaderModule> Pipeline::create_module(Context& ctx, const std::string& 
 void Pipeline::create_pipeline(Context& ctx, VkShaderModule module, const std::string& what) {
     const DeviceFunctions& vk = ctx.vk();
     VkDevice dev = ctx.device();
-    // constant_id 0..9, 16, 17 and 22 of softmax_common.glsl, 10..15, 18,
-    // 19 and 23 of softmax_attention.glsl (12, SINKS, of softmax_backward.glsl
-    // too), 20 and 21 of softmax_single_pass.comp, 24 of
-    // softmax_backward.comp; booleans are 32-bit.
-    const std::array<uint32_t, 25> values = {key_.workgroup_size,         key_.slots, key_.vec, key_.log ? 1u : 0u,
-                                             key_.subgroup_rows ? 1u : 0u, key_.accurate ? 1u : 0u,
-                                             static_cast<uint32_t>(key_.kind), key_.row_lanes, key_.odd_rows ? 1u : 0u,
-                                             key_.patience, key_.mask, key_.causal ? 1u : 0u, key_.sinks ? 1u : 0u,
-                                             key_.lse ? 1u : 0u, key_.alibi ? 1u : 0u,
-                                             key_.mask_per_head ? 1u : 0u, key_.log_overflow_guard ? 1u : 0u,
-                                             key_.scale_in_exp ? 1u : 0u, key_.query_major ? 1u : 0u,
-                                             key_.query_block_shift, key_.held_chunks ? 1u : 0u,
-                                             key_.gather_ahead, key_.nonfinite_by_sum ? 1u : 0u,
-                                             key_.tile_loads_together ? 1u : 0u, key_.reread_gradient ? 1u : 0u};
-    std::array<VkSpecializationMapEntry, 25> entries{};
-    for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
-    // copy.comp declares constant_id 0 and 1 (MODE). ROW_LANES (7) is declared by
-    // the shuffle modules alone, PATIENCE (9), 20 and 21 by the single-pass
-    // ones, 10..15, 18, 19 and 23 by the attention ones, 24 by the backward
-    // ones: an entry for an id a module does not declare is ignored
-    // (Vulkan's VkSpecializationInfo).
-    const std::array<uint32_t, 2> copy_values = {key_.workgroup_size, static_cast<uint32_t>(key_.ceiling)};
-    const uint32_t count = key_.copy ? static_cast<uint32_t>(copy_values.size()) : static_cast<uint32_t>(entries.size());
-    VkSpecializationInfo spec{count, entries.data(), count * 4u, key_.copy ? copy_values.data() : values.data()};
+    const SpecializationValues spec_values = specialization_values(key_);
+    VkSpecializationInfo spec{static_cast<uint32_t>(spec_values.entries.size()), spec_values.entries.data(),
+                              spec_values.values.size() * sizeof(uint32_t), spec_values.values.data()};
 
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
         VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
