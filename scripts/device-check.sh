@@ -22,12 +22,15 @@
 #
 # On an NVIDIA H100 the suite takes about 390 s and the catalogue about 330
 # each way (H200); the stages let a gate be run in pieces where a run's
-# time is bounded. VKSOFTMAX_SUITE_SHARDS=N (default 1) runs the suite as N
-# processes at once, each a googletest shard of it (GTEST_SHARD_INDEX), its
-# log in tests.K.txt, each building its own pipelines and float64
-# references: on an H200 (580.159.04) four shards took 292 s, the longest
-# of them (83-292 s; bench/NOTES.md, v109). No test of the suite times
-# anything, so the shards sharing the GPU change no result.
+# time is bounded. VKSOFTMAX_SUITE_JOBS=N (default 1) runs the suite's
+# tests N at a time, each test a process of its own taken from one queue
+# (the range tests first: one crosses 4 GiB), so that no process is left
+# with the slow tests while the others wait; each builds its own context,
+# pipelines and float64 references. Each test's log and wall time go to
+# tests.log/ and tests.times.txt (slowest first). Googletest's own shards
+# (the suite cut into N fixed lists) left them unbalanced: on an H200
+# (580.159.04) four shards took 83-292 s (bench/NOTES.md, v109). No test of
+# the suite times anything, so tests sharing the GPU change no result.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-} VKSOFTMAX_CLI=$PWD/build/bin/vksoftmax
 export VKSOFTMAX_FULL_SWEEPS=1
@@ -46,33 +49,43 @@ run() {  # whether $stage includes part $1 (suite, programs or conformance)
 demo_rc=- tests_rc=- cli_rc=- concurrency_rc=- embed_rc=- fused_rc=- embed_tests_rc=- bench_rc=- conf_rc=- conf2_rc=-
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
 build/bin/vksoftmax devices | tee "$out/devices.txt"
-# The GPU suite in $VKSOFTMAX_SUITE_SHARDS processes at once; its status: 0
-# where every shard passed, else the first failing shard's.
+# One test of the suite in a process of its own: its log in tests.log/
+# (a parameterized test's / made _),
+# its wall time appended to tests.times.txt; its exit status.
+one_test() {
+  local name=$1 start rc
+  start=$(date +%s%N)
+  build/bin/vksoftmax_tests --gtest_filter="$name" --gtest_brief=1 > "$out/tests.log/${name//\//_}.txt" 2>&1; rc=$?
+  echo "$(( ($(date +%s%N) - start) / 1000000 )) ms $name rc=$rc" >> "$out/tests.times.txt"
+  return "$rc"
+}
+export -f one_test
+# The GPU suite, $VKSOFTMAX_SUITE_JOBS tests at a time; its status: 0 where
+# every test passed.
 suite() {
-  local shards=${VKSOFTMAX_SUITE_SHARDS:-1} status=0 shard_rc
-  if [ "$shards" = 1 ]; then
+  local jobs=${VKSOFTMAX_SUITE_JOBS:-1}
+  if [ "$jobs" = 1 ]; then
     build/bin/vksoftmax_tests --gtest_brief=1 > "$out/tests.txt" 2>&1
     return
   fi
-  local pids=() logs=()
-  for ((k = 0; k < shards; ++k)); do
-    logs+=("$out/tests.$k.txt")
-    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$k build/bin/vksoftmax_tests --gtest_brief=1 > "${logs[$k]}" 2>&1 &
-    pids+=($!)
-  done
-  for ((k = 0; k < shards; ++k)); do
-    wait "${pids[$k]}"; shard_rc=$?
-    echo "suite shard $k of $shards: rc=$shard_rc, $(grep -E "tests? from .* ran" "${logs[$k]}" | tail -1)"
-    [ "$status" = 0 ] && status=$shard_rc
-  done
-  cat "${logs[@]}" > "$out/tests.txt"
+  rm -rf "$out/tests.log" "$out/tests.times.txt"; mkdir -p "$out/tests.log"
+  # SUITE.NAME per line, parameterized names without their comment.
+  build/bin/vksoftmax_tests --gtest_list_tests |
+    awk '/^[^ ]/ { suite = $1; next } { print suite $1 }' |
+    awk '/^RangesTest\./ { print; next } { rest[n++] = $0 } END { for (i = 0; i < n; ++i) print rest[i] }' |
+    out=$out xargs -P "$jobs" -I{} bash -c 'one_test "$1"' _ {}
+  local status=$?
+  sort -rn "$out/tests.times.txt" -o "$out/tests.times.txt"
+  cat "$out"/tests.log/*.txt > "$out/tests.txt"
+  echo "suite: $(wc -l < "$out/tests.times.txt") tests, $(grep -vc " rc=0$" "$out/tests.times.txt") failed;" \
+    "slowest: $(head -3 "$out/tests.times.txt" | tr '\n' ';')"
   return "$status"
 }
 if run suite; then
   start=$SECONDS
   suite; tests_rc=$?
   grep -vE "^\s*$" "$out/tests.txt" | tail -6
-  echo "suite: $((SECONDS - start)) s, ${VKSOFTMAX_SUITE_SHARDS:-1} shard(s)"
+  echo "suite: $((SECONDS - start)) s, ${VKSOFTMAX_SUITE_JOBS:-1} at a time"
   grep "^GPU tests on" "$out/tests.txt" | sort -u
   grep -A5 "Failure" "$out/tests.txt" | cut -c1-300 | head -12
 fi
