@@ -245,7 +245,9 @@ std::vector<uint8_t> Context::pipeline_cache_data() const {
 
 Context::~Context() {
     // An adopted device is the host's to synchronize: no wait behind its back.
-    if (device_ && !adopted_) vk_.vkDeviceWaitIdle(device_.get());
+    // The wait's result is left unread: a destructor cannot throw, and a
+    // lost device is torn down all the same.
+    if (device_ && !adopted_) (void)vk_.vkDeviceWaitIdle(device_.get());
     // Members are destroyed in reverse order: pipelines, fence and pool go
     // before the device, the device before the instance.
     pipelines_.clear();
