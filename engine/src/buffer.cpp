@@ -8,6 +8,33 @@
 
 namespace vksoftmax {
 
+namespace {
+
+// The memory properties a kind of buffer must have, would rather have, and
+// must not have where a type without them exists.
+struct MemoryWish {
+    VkMemoryPropertyFlags want = 0, prefer = 0, avoid = 0;
+};
+
+MemoryWish memory_wish(MemoryKind kind) {
+    switch (kind) {
+        case MemoryKind::device:
+            // Not a host-visible (BAR) type where a plain one exists: tensors
+            // allocated there ran up to 5x slower on an H200 (bench/NOTES.md).
+            return {VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT};
+        case MemoryKind::upload:
+            // Staging lives in host memory, not in VRAM.
+            return {VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0,
+                    VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT};
+        case MemoryKind::readback:
+            return {VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+                    VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT};
+    }
+    return {};
+}
+
+}  // namespace
+
 Buffer::Buffer(Context& ctx, VkDeviceSize size, MemoryKind kind, const std::string& name) : name_(name), size_(size) {
     if (size == 0) throw Error(ErrorKind::invalid_argument, "buffer '" + name + "' of size 0");
     const DeviceFunctions& vk = ctx.vk();
@@ -24,25 +51,8 @@ Buffer::Buffer(Context& ctx, VkDeviceSize size, MemoryKind kind, const std::stri
 
     VkMemoryRequirements req{};
     vk.vkGetBufferMemoryRequirements(dev, buffer, &req);
-    VkMemoryPropertyFlags want = 0, prefer = 0, avoid = 0;
-    switch (kind) {
-        case MemoryKind::device:
-            // Not a host-visible (BAR) type where a plain one exists: tensors
-            // allocated there ran up to 5x slower on an H200 (bench/NOTES.md).
-            want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-            avoid = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
-            break;
-        case MemoryKind::upload:
-            want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-            avoid = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;  // staging lives in host memory, not in VRAM
-            break;
-        case MemoryKind::readback:
-            want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
-            prefer = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
-            avoid = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-            break;
-    }
-    uint32_t type = ctx.memory_type(req.memoryTypeBits, want, prefer, avoid);
+    const MemoryWish wish = memory_wish(kind);
+    const uint32_t type = ctx.memory_type(req.memoryTypeBits, wish.want, wish.prefer, wish.avoid);
     // One allocation per buffer, and said so: the driver may then place a
     // large tensor as it sees best.
     VkMemoryDedicatedAllocateInfo dedicated{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
