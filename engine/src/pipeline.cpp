@@ -77,6 +77,10 @@ SpecializationValues copy_specialization(const PipelineKey& key) {
     return {values, {}};
 }
 
+// The last id below fills the list (ctest spirv_val checks that no module
+// declares an id past it).
+static_assert(SPEC_ID_REREAD_GRADIENT + 1 == SPEC_ID_COUNT, "a specialization id the engine does not fill");
+
 SpecializationValues softmax_specialization(const PipelineKey& key) {
     std::vector<uint32_t> values(SPEC_ID_COUNT);
     values[SPEC_ID_WORKGROUP_SIZE] = key.workgroup_size;
