@@ -29,8 +29,10 @@
 # pipelines and float64 references. Each test's log and wall time go to
 # tests.log/ and tests.times.txt (slowest first). Googletest's own shards
 # (the suite cut into N fixed lists) left them unbalanced: on an H200
-# (580.159.04) four shards took 83-292 s (bench/NOTES.md, v109). No test of
-# the suite times anything, so tests sharing the GPU change no result.
+# (580.159.04) four shards took 83-292 s (bench/NOTES.md, v109). On an H100
+# (580.159.04) six at a time took 198 s for 145 tests (800 s summed over
+# the processes; the slowest test alone 162 s; v111). No test of the suite
+# times anything, so tests sharing the GPU change no result.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-} VKSOFTMAX_CLI=$PWD/build/bin/vksoftmax
 export VKSOFTMAX_FULL_SWEEPS=1
