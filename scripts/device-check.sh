@@ -24,7 +24,7 @@
 # each way (H200); the stages let a gate be run in pieces where a run's
 # time is bounded. VKSOFTMAX_SUITE_JOBS=N (default 1) runs the suite's
 # tests N at a time, each test a process of its own taken from one queue
-# (the slowest tests first, then the range tests), so that no process is left
+# (the slowest tests first: one crosses 4 GiB), so that no process is left
 # with the slow tests while the others wait; each builds its own context,
 # pipelines and float64 references. Each test's log and wall time go to
 # tests.log/ and tests.times.txt (slowest first). Googletest's own shards
@@ -74,18 +74,16 @@ suite() {
   # SUITE.NAME per line, parameterized names without their comment; the
   # slowest tests first (on an H100 with six at a time, v111: 162, 95, 92
   # and 50 s; the wall time was 198 s, the slowest having started 36 s in),
-  # then the other range tests, then the rest in the suite's order.
+  # then the rest in the suite's order.
   local slowest="Gpu.OddRowsAtEverySlotCount AttentionTest.AttentionOptionsOnEveryPath RangesTest.PastFourGiB Gpu.EveryRowGeometry"
   build/bin/vksoftmax_tests --gtest_list_tests |
     awk '/^[^ ]/ { suite = $1; next } { print suite $1 }' |
     awk -v slowest="$slowest" '
       BEGIN { k = split(slowest, first, " "); for (i = 1; i <= k; ++i) rank[first[i]] = i }
       $0 in rank { found[rank[$0]] = $0; next }
-      /^RangesTest\./ { ranges[r++] = $0; next }
       { rest[n++] = $0 }
       END {
         for (i = 1; i <= k; ++i) if (i in found) print found[i]
-        for (i = 0; i < r; ++i) print ranges[i]
         for (i = 0; i < n; ++i) print rest[i]
       }' |
     out=$out xargs -P "$jobs" -I{} bash -c 'one_test "$1"' _ {}
