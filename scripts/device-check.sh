@@ -31,8 +31,10 @@
 # (the suite cut into N fixed lists) left them unbalanced: on an H200
 # (580.159.04) four shards took 83-292 s (bench/NOTES.md, v109). On an H100
 # (580.159.04) six at a time took 198 s for 145 tests (800 s summed over
-# the processes; the slowest test alone 162 s; v111). No test of the suite
-# times anything, so tests sharing the GPU change no result.
+# the processes; the slowest test alone 162 s; v111), and 194 s with the
+# slowest first (the slowest then took 194 s beside the other three slow
+# ones; v112). No test of the suite times anything, so tests sharing the
+# GPU change no result.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/build/lib:${LD_LIBRARY_PATH:-} VKSOFTMAX_CLI=$PWD/build/bin/vksoftmax
 export VKSOFTMAX_FULL_SWEEPS=1
@@ -73,8 +75,9 @@ suite() {
   rm -rf "$out/tests.log" "$out/tests.times.txt"; mkdir -p "$out/tests.log"
   # SUITE.NAME per line, parameterized names without their comment; the
   # slowest tests first (on an H100 with six at a time, v111: 162, 95, 92
-  # and 50 s; the wall time was 198 s, the slowest having started 36 s in),
-  # then the rest in the suite's order.
+  # and 50 s; the wall time was 198 s, the slowest having started 36 s in;
+  # taken first, v112: 194, 114, 109 and 50 s, the wall time 194 s), then
+  # the rest in the suite's order.
   local slowest="Gpu.OddRowsAtEverySlotCount AttentionTest.AttentionOptionsOnEveryPath RangesTest.PastFourGiB Gpu.EveryRowGeometry"
   build/bin/vksoftmax_tests --gtest_list_tests |
     awk '/^[^ ]/ { suite = $1; next } { print suite $1 }' |

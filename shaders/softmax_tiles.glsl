@@ -263,7 +263,11 @@ void load_whole4_then_parts(Span row, uint tile_begin, uint lanes, uint lane SOU
 
 // Loads the tile at tile_begin of the span into the slots; missing
 // elements read as -inf, which every later step treats as contributing
-// nothing.
+// nothing. One function on purpose: with its 8-wide and 4-wide branches
+// as two functions (the same statements) NVIDIA's driver (580.159.04,
+// H100) ran f16 single-pass rows not a multiple of 8 long 1.6-4.4%
+// slower (8x151937 7.09-7.12 -> 7.40-7.43 us, 1x131071 5.48 ->
+// 5.65-5.66, 1x524289 7.36-7.38 -> 7.46-7.50; bench/NOTES.md, v113).
 void load_tile(Span row, uint tile_begin, uint lanes, uint lane SOURCE_PARAM) {
 #ifdef VKSM_WHOLE_WINDOW_LOADS
     if (whole_window_loads()) {
