@@ -53,7 +53,12 @@ int guarded(const std::function<int()>& body) {
 
 }  // namespace vksoftmax::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+// Registers the subcommands, parses the command line and runs the one it
+// names; main() runs it through guarded(), so an error while the
+// subcommands are registered is reported as one while they run is.
+int parse_and_run(int argc, char** argv) {
     using namespace vksoftmax::cli;
     CLI::App app{"vksoftmax: softmax and log-softmax with Vulkan compute shaders"};
     app.set_version_flag("--version", std::string("vksoftmax ") + VKSOFTMAX_VERSION);
@@ -79,12 +84,18 @@ int main(int argc, char** argv) {
     }
     for (CLI::App* sub : app.get_subcommands()) {
         const std::string& name = sub->get_name();
-        if (name == "devices") return guarded(devices);
-        if (name == "demo") return guarded(demo);
-        if (name == "run") return guarded(run);
-        if (name == "backward") return guarded(backward);
-        if (name == "bench") return guarded(bench);
-        if (name == "conformance") return guarded(conformance);
+        if (name == "devices") return devices();
+        if (name == "demo") return demo();
+        if (name == "run") return run();
+        if (name == "backward") return backward();
+        if (name == "bench") return bench();
+        if (name == "conformance") return conformance();
     }
     return Exit::usage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return vksoftmax::cli::guarded([&] { return parse_and_run(argc, argv); });
 }
