@@ -412,68 +412,98 @@ int bench_command(const BenchArgs& a) {
     return all_ok ? int(Exit::ok) : int(Exit::failed_check);
 }
 
+// `bench --help` lists its options in these groups, in this order; each
+// add_*_options() sets its group as the default of the options it adds.
+constexpr const char* kCasesGroup = "What to time";
+constexpr const char* kTimingGroup = "How to time";
+constexpr const char* kOutputGroup = "Output";
+constexpr const char* kTuningGroup = "Tuning and diagnosis (override the plan's choices)";
+
+void add_case_options(CLI::App& sub, BenchArgs& a) {
+    sub.option_defaults()->group(kCasesGroup);
+    sub.add_option("--shapes", a.shapes,
+                   "'suite' (default: every family), families (" + bench::family_names() +
+                       ") and ROWSxCOLS, comma-separated, e.g. core,1024x512");
+    sub.add_option("--dtype", a.dtypes, "f32,f16,bf16 (default f32,f16)");
+    sub.add_flag("--log", a.log, "log-softmax");
+    sub.add_option("--sigma", a.sigma, "Standard deviation of the random logits (default 4, as the peers)");
+    sub.add_option("--attention", a.attention,
+                   "Attention options on every case, seen as (batch, heads, cols, cols), scale 1/sqrt(128): mask (an "
+                   "fp16 (cols, cols) mask, -inf past the diagonal) or causal (from indices, no buffer)");
+    sub.add_option("--heads", a.heads, "Heads of --attention (default 32)");
+    sub.add_option("--mask-dtype", a.mask_dtype,
+                   "The storage of --attention mask: f32, f16 or bf16 (default: bf16 for bf16 cases, else f16)");
+    sub.add_option("--mask-dims", a.mask_dims,
+                   "The batch and head dimensions of --attention mask, BATCH,HEADS, each dividing the tensor's "
+                   "(default 1,1: one (cols, cols) mask for every batch and head)")
+        ->delimiter(',')
+        ->expected(2);
+    sub.add_flag("--backward", a.backward,
+                 "Time the backward pass instead (y the softmax of the logits, dy normal(0, 1)), over 3 x tensor bytes");
+    sub.add_flag("--sinks", a.sinks,
+                 "With --backward: the forward had a sink (one, logit 0); each row's sink gradient is written and "
+                 "checked too");
+    sub.add_option("--batch", a.batch,
+                   "Also time N copies of each case: as one batch (vksm_record_batch), and as N records with a barrier "
+                   "each");
+    sub.add_option("--device", a.device, "Device index or part of its name");
+}
+
+void add_timing_options(CLI::App& sub, BenchArgs& a) {
+    sub.option_defaults()->group(kTimingGroup);
+    sub.add_option("--iters", a.iters, "Back-to-back calls per timed submission (default 20)");
+    sub.add_option("--repeats", a.repeats, "Timed submissions; median and min reported (default 15)");
+    sub.add_option("--warmup-ms", a.warmup_ms,
+                   "Keep the GPU busy with each case this long before timing "
+                   "(default 1000; the floor, timed first, at least 1000)");
+    sub.add_flag("--ceilings", a.ceilings,
+                 "Also time a pass that only reads each case's bytes and one that only writes them, beside its copy "
+                 "(where reads and writes share one bandwidth, the two add up to the copy)");
+    sub.add_flag("--dependencies", a.dependencies,
+                 "Also time the floor with each dependency between calls (barriers, synchronization2, events, none)");
+    sub.add_flag("--stats", a.stats, "Print the driver's pipeline statistics (registers, spills), where offered");
+}
+
+void add_output_options(CLI::App& sub, BenchArgs& a) {
+    sub.option_defaults()->group(kOutputGroup);
+    sub.add_option("--json", a.json, "Write every figure to this JSON file");
+    sub.add_option("--csv", a.csv, "Write the table to this CSV file");
+    sub.add_option("--plot", a.plot, "Draw GB/s against size to this PNG (needs gnuplot)");
+    sub.add_option("--from-json", a.from_json, "Run nothing: plot a saved --json file (with --plot)");
+}
+
+void add_tuning_options(CLI::App& sub, BenchArgs& a) {
+    sub.option_defaults()->group(kTuningGroup);
+    sub.add_option("--path", a.path, "Force subgroup-row, workgroup-row, split or single-pass");
+    sub.add_option("--single-pass", a.single_pass, single_pass_help());
+    sub.add_option("--wg", a.wg, "Force the workgroup size (power of two)");
+    sub.add_option("--slots", a.slots,
+                   "Force the vec4 slots per invocation (rows per subgroup for rows held one per slot); past what "
+                   "holds the row, cut to it");
+    sub.add_option("--chunk", a.chunk, "Split and single-pass paths' elements per chunk (rounded up to a tile)");
+    sub.add_option("--patience", a.patience,
+                   "Single-pass polling rounds before a workgroup computes its row's missing partials itself");
+    sub.add_option("--row-order", a.row_order,
+                   "The order attention rows are taken in: automatic (the plan's), head-major or query-major");
+    sub.add_option("--query-block", a.query_block,
+                   "Query-major order in blocks of this many query rows (a power of two dividing them; default: the "
+                   "plan's)");
+    add_driver_rule_options(sub, a.rules);
+    sub.add_flag("--no-uniform-control-flow", a.no_uniform_control_flow,
+                 "Leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered");
+    sub.add_flag("--fresh-buffers", a.fresh_buffers,
+                 "Allocate each case's buffers anew instead of sharing one set across the run");
+}
+
 }  // namespace
 
 Command add_bench(CLI::App& app) {
     auto* sub = app.add_subcommand("bench", "Time softmax with GPU timestamps against the device's copy ceiling");
     auto a = std::make_shared<BenchArgs>();
-    sub->add_option("--shapes", a->shapes,
-                    "'suite' (default: every family), families (" + bench::family_names() +
-                        ") and ROWSxCOLS, comma-separated, e.g. core,1024x512");
-    sub->add_option("--dtype", a->dtypes, "f32,f16,bf16 (default f32,f16)");
-    sub->add_flag("--log", a->log, "log-softmax");
-    sub->add_option("--iters", a->iters, "Back-to-back calls per timed submission (default 20)");
-    sub->add_option("--repeats", a->repeats, "Timed submissions; median and min reported (default 15)");
-    sub->add_option("--device", a->device, "Device index or part of its name");
-    sub->add_option("--warmup-ms", a->warmup_ms,
-                    "Keep the GPU busy with each case this long before timing "
-                    "(default 1000; the floor, timed first, at least 1000)");
-    sub->add_option("--sigma", a->sigma, "Standard deviation of the random logits (default 4, as the peers)");
-    sub->add_flag("--stats", a->stats, "Print the driver's pipeline statistics (registers, spills), where offered");
-    sub->add_option("--wg", a->wg, "Tuning: force the workgroup size (power of two)");
-    sub->add_option("--slots", a->slots, "Tuning: force the vec4 slots per invocation (rows per subgroup for rows held one per slot); past what holds the row, cut to it");
-    sub->add_option("--batch", a->batch,
-                    "Also time N copies of each case: as one batch (vksm_record_batch), and as N records with a barrier each");
-    sub->add_option("--attention", a->attention,
-                    "Attention options on every case, seen as (batch, heads, cols, cols), scale 1/sqrt(128): mask (an fp16 "
-                    "(cols, cols) mask, -inf past the diagonal) or causal (from indices, no buffer)");
-    sub->add_option("--heads", a->heads, "Heads of --attention (default 32)");
-    sub->add_option("--mask-dtype", a->mask_dtype,
-                    "The storage of --attention mask: f32, f16 or bf16 (default: bf16 for bf16 cases, else f16)");
-    sub->add_option("--mask-dims", a->mask_dims,
-                    "The batch and head dimensions of --attention mask, BATCH,HEADS, each dividing the tensor's "
-                    "(default 1,1: one (cols, cols) mask for every batch and head)")
-        ->delimiter(',')
-        ->expected(2);
-    sub->add_option("--row-order", a->row_order,
-                    "Tuning: the order attention rows are taken in: automatic (the plan's), head-major or query-major");
-    sub->add_option("--query-block", a->query_block,
-                    "Tuning: query-major order in blocks of this many query rows (a power of two dividing them; "
-                    "default: the plan's)");
-    sub->add_flag("--backward", a->backward,
-                  "Time the backward pass instead (y the softmax of the logits, dy normal(0, 1)), over 3 x tensor bytes");
-    sub->add_flag("--sinks", a->sinks,
-                  "With --backward: the forward had a sink (one, logit 0); each row's sink gradient is written and "
-                  "checked too");
-    sub->add_option("--chunk", a->chunk, "Tuning: split and single-pass paths' elements per chunk (rounded up to a tile)");
-    sub->add_option("--patience", a->patience,
-                    "Tuning: single-pass polling rounds before a workgroup computes its row's missing partials itself");
-    sub->add_flag("--fresh-buffers", a->fresh_buffers,
-                  "Diagnosis: allocate each case's buffers anew instead of sharing one set across the run");
-    sub->add_option("--path", a->path, "Tuning: force subgroup-row, workgroup-row, split or single-pass");
-    sub->add_option("--single-pass", a->single_pass, single_pass_help());
-    add_driver_rule_options(*sub, a->rules, "Tuning: ");
-    sub->add_flag("--no-uniform-control-flow", a->no_uniform_control_flow,
-                  "Diagnosis: leave VK_KHR_shader_subgroup_uniform_control_flow off even where offered");
-    sub->add_flag("--dependencies", a->dependencies,
-                  "Also time the floor with each dependency between calls (barriers, synchronization2, events, none)");
-    sub->add_flag("--ceilings", a->ceilings,
-                  "Also time a pass that only reads each case's bytes and one that only writes them, beside its copy "
-                  "(where reads and writes share one bandwidth, the two add up to the copy)");
-    sub->add_option("--json", a->json, "Write every figure to this JSON file");
-    sub->add_option("--csv", a->csv, "Write the table to this CSV file");
-    sub->add_option("--plot", a->plot, "Draw GB/s against size to this PNG (needs gnuplot)");
-    sub->add_option("--from-json", a->from_json, "Run nothing: plot a saved --json file (with --plot)");
+    add_case_options(*sub, *a);
+    add_timing_options(*sub, *a);
+    add_output_options(*sub, *a);
+    add_tuning_options(*sub, *a);
     sub->footer("Example: vksoftmax bench --shapes 1024x512,8x1048576 --dtype f32 --iters 20 --json out.json");
     return [a]() { return bench_command(*a); };
 }

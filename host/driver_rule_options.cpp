@@ -37,8 +37,8 @@ constexpr RuleOption kRuleOptions[] = {kNonfiniteOption, kSubgroupMaxOption, kTi
 
 }  // namespace
 
-void add_driver_rule_options(CLI::App& sub, DriverRuleArgs& args, const std::string& help_prefix) {
-    for (const RuleOption& o : kRuleOptions) sub.add_option(o.name, args.*o.words, help_prefix + o.help);
+void add_driver_rule_options(CLI::App& sub, DriverRuleArgs& args) {
+    for (const RuleOption& o : kRuleOptions) sub.add_option(o.name, args.*o.words, o.help);
 }
 
 DriverRules parse_driver_rules(const DriverRuleArgs& args) {

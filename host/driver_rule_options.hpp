@@ -15,9 +15,9 @@ struct DriverRuleArgs {
     std::string nonfinite, subgroup_max, tile_loads;
 };
 
-// Adds the three options to `sub`, writing into `args`; each help text
-// starts with `help_prefix` ("Tuning: " in bench).
-void add_driver_rule_options(CLI::App& sub, DriverRuleArgs& args, const std::string& help_prefix = "");
+// Adds the three options to `sub`, writing into `args`, in the group of
+// `sub`'s option defaults.
+void add_driver_rule_options(CLI::App& sub, DriverRuleArgs& args);
 
 // The choices `args` name; a word no rule takes is Error(invalid_argument)
 // quoting the option and the words it takes.

@@ -180,6 +180,29 @@ TEST_F(Cli, VersionAndHelp) {
     EXPECT_EQ(cli("frobnicate").code, 2);
 }
 
+// bench's options come in groups, what to time first and the plan's
+// overrides last, each option under its own group's heading.
+TEST_F(Cli, BenchHelpGroupsItsOptions) {
+    Result h = cli("bench --help");
+    ASSERT_EQ(h.code, 0) << h.err;
+    const std::pair<const char*, const char*> groups[] = {
+        {"What to time:", "--shapes"},
+        {"How to time:", "--warmup-ms"},
+        {"Output:", "--json"},
+        {"Tuning and diagnosis (override the plan's choices):", "--nonfinite"},
+    };
+    size_t previous = 0;
+    for (const auto& [heading, option] : groups) {
+        const size_t at = h.out.find(heading);
+        ASSERT_NE(at, std::string::npos) << "no heading '" << heading << "' in:\n" << h.out;
+        EXPECT_GT(at, previous) << "'" << heading << "' is out of order in:\n" << h.out;
+        const size_t option_at = h.out.find(std::string("  ") + option + " ");
+        EXPECT_GT(option_at, at) << option << " is not under '" << heading << "'";
+        previous = at;
+    }
+    EXPECT_NE(h.out.find("Example: vksoftmax bench"), std::string::npos) << h.out;
+}
+
 TEST_F(Cli, DevicesListsTheDefault) {
     Result r = cli("devices");
     ASSERT_EQ(r.code, 0) << r.err;
