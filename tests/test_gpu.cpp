@@ -504,40 +504,51 @@ TEST_F(Gpu, OddHalfRowsInWholeWindows) {
 }
 
 // Rows not a multiple of 4 long held whole by one workgroup of 64, 128 or
-// 256 at 2 to 15 slots, in every storage type, softmax and log-softmax:
-// bf16's forward write loop is unrolled from some slot counts on
+// 256 at 2 to 15 slots, in each storage type (a test each, so that a queue
+// of tests spreads them: together they were the suite's slowest test, 162-194
+// s on an H100; bench/NOTES.md, v112), softmax and log-softmax: bf16's
+// forward write loop is unrolled from some slot counts on
 // (softmax_tiles.glsl), 16-bit softmax takes two exchanges at 6 and 7
 // slots where the others take one (softmax.comp), and NVIDIA's compiler
 // (580.159.04) gave whole rows of NaN in some of these geometries
 // (bench/NOTES.md, v102). 9 rows start all over a 16-byte vector, with
 // non-finite elements at their ends (kOddEnds). On a CPU device each type
 // and direction runs one geometry a subgroup size.
-TEST_F(Gpu, OddRowsAtEverySlotCount) {
-    const DeviceInfo& d = ctx().info();
+namespace {
+
+void expect_odd_rows_at_every_slot_count(Dtype dt) {
+    const DeviceInfo& d = Gpu::ctx().info();
+    if (dt != Dtype::f32 && !d.storage_16bit) GTEST_SKIP() << d.name << " has no 16-bit storage";
     const uint32_t max_workgroup = std::min(d.max_workgroup_invocations, d.max_workgroup_size_x);
     const uint32_t kWorkgroups[] = {64, 128, 256};
     const uint32_t kSlots[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     constexpr uint32_t kGeometries = std::size(kWorkgroups) * std::size(kSlots);
-    uint32_t variant = 0;
-    for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16})
-        for (bool log : {false, true}) {
-            ++variant;
-            if (dt != Dtype::f32 && !d.storage_16bit) continue;
-            for (uint32_t g = 0; g < kGeometries; ++g) {
-                const uint32_t workgroup = kWorkgroups[g / std::size(kSlots)], slots = kSlots[g % std::size(kSlots)];
-                if (workgroup > max_workgroup || !sweep_runs(variant, g, kGeometries)) continue;
-                const PlanOptions o = forced(Path::workgroup_row, slots, workgroup);
-                const uint64_t cols = 4ull * workgroup * slots - 3;  // the last vector's last 3 elements missing
-                const Problem p = rows_of(9, cols, dt, log);
-                const Plan plan = make_plan(ctx(), p, o);
-                ASSERT_TRUE(plan.key[0].kind == ShaderKind::row_in_registers && plan.key[0].odd_rows &&
-                            plan.key[0].vec == 4 && plan.key[0].slots == slots)
-                    << describe(p, o) << ": " << describe_geometry(plan)
-                    << " (the case needs odd rows held in registers at vec 4 and " << slots << " slots)";
-                expect_odd_ends_match(p, o);
-            }
+    const uint32_t dtype_index = dt == Dtype::f32 ? 0 : dt == Dtype::f16 ? 1 : 2;
+    for (bool log : {false, true}) {
+        // The sweep's share on a CPU device: one variant per type and
+        // direction, numbered 1-6 as when one test took all three types.
+        const uint32_t variant = 2 * dtype_index + (log ? 2 : 1);
+        for (uint32_t g = 0; g < kGeometries; ++g) {
+            const uint32_t workgroup = kWorkgroups[g / std::size(kSlots)], slots = kSlots[g % std::size(kSlots)];
+            if (workgroup > max_workgroup || !sweep_runs(variant, g, kGeometries)) continue;
+            const PlanOptions o = forced(Path::workgroup_row, slots, workgroup);
+            const uint64_t cols = 4ull * workgroup * slots - 3;  // the last vector's last 3 elements missing
+            const Problem p = rows_of(9, cols, dt, log);
+            const Plan plan = make_plan(Gpu::ctx(), p, o);
+            ASSERT_TRUE(plan.key[0].kind == ShaderKind::row_in_registers && plan.key[0].odd_rows &&
+                        plan.key[0].vec == 4 && plan.key[0].slots == slots)
+                << describe(p, o) << ": " << describe_geometry(plan)
+                << " (the case needs odd rows held in registers at vec 4 and " << slots << " slots)";
+            expect_odd_ends_match(p, o);
         }
+    }
 }
+
+}  // namespace
+
+TEST_F(Gpu, OddRowsAtEverySlotCountF32) { expect_odd_rows_at_every_slot_count(Dtype::f32); }
+TEST_F(Gpu, OddRowsAtEverySlotCountF16) { expect_odd_rows_at_every_slot_count(Dtype::f16); }
+TEST_F(Gpu, OddRowsAtEverySlotCountBf16) { expect_odd_rows_at_every_slot_count(Dtype::bf16); }
 
 namespace {
 
