@@ -191,14 +191,22 @@ TEST_F(Cli, BenchHelpGroupsItsOptions) {
         {"Output:", "--json"},
         {"Tuning and diagnosis (override the plan's choices):", "--nonfinite"},
     };
-    size_t previous = 0;
+    std::vector<size_t> headings;
     for (const auto& [heading, option] : groups) {
         const size_t at = h.out.find(heading);
         ASSERT_NE(at, std::string::npos) << "no heading '" << heading << "' in:\n" << h.out;
-        EXPECT_GT(at, previous) << "'" << heading << "' is out of order in:\n" << h.out;
+        if (!headings.empty()) {
+            ASSERT_GT(at, headings.back()) << "'" << heading << "' is out of order in:\n" << h.out;
+        }
+        headings.push_back(at);
+    }
+    headings.push_back(h.out.size());
+    for (size_t i = 0; i < std::size(groups); ++i) {
+        const auto& [heading, option] = groups[i];
         const size_t option_at = h.out.find(std::string("  ") + option + " ");
-        EXPECT_GT(option_at, at) << option << " is not under '" << heading << "'";
-        previous = at;
+        ASSERT_NE(option_at, std::string::npos) << "no " << option << " in:\n" << h.out;
+        EXPECT_TRUE(option_at > headings[i] && option_at < headings[i + 1])
+            << option << " is not under '" << heading << "' in:\n" << h.out;
     }
     EXPECT_NE(h.out.find("Example: vksoftmax bench"), std::string::npos) << h.out;
 }
