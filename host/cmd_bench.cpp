@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "bench.hpp"
@@ -36,6 +37,7 @@ struct BenchArgs {
     uint64_t heads = 32;
     double warmup_ms = 1000;
     float sigma = 4.f;
+    std::optional<uint32_t> queue_family;
 };
 
 std::vector<Dtype> parse_dtypes(const std::string& s) {
@@ -366,7 +368,7 @@ void write_json(const std::string& path, const DeviceInfo& d, const bench::Optio
     std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
     j["date"] = date;
     j["device"] = {{"name", d.name}, {"driver", driver_string(d)}, {"api_version", d.api_string()},
-                   {"subgroup_size", d.subgroup_size},
+                   {"subgroup_size", d.subgroup_size}, {"queue_family", d.queue_family},
                    {"subgroup_uniform_control_flow", d.subgroup_uniform_control_flow}};
     j["backward"] = o.backward;
     j["sinks"] = o.sinks;
@@ -403,6 +405,7 @@ int bench_command(const BenchArgs& a) {
     co.device = a.device;
     co.capture_statistics = a.stats;
     co.subgroup_uniform_control_flow = !a.no_uniform_control_flow;
+    co.queue_family = a.queue_family;
     Context ctx(co);
     const Measured m = measure_all(ctx, cases, o, a.fresh_buffers, a.dependencies);
     const bool all_ok = print_table(ctx, o, m);
@@ -462,6 +465,8 @@ void add_timing_options(CLI::App& sub, BenchArgs& a) {
     sub.add_flag("--dependencies", a.dependencies,
                  "Also time the floor with each dependency between calls (barriers, synchronization2, events, none)");
     sub.add_flag("--stats", a.stats, "Print the driver's pipeline statistics (registers, spills), where offered");
+    sub.add_option("--queue-family", a.queue_family,
+                   "Submit to a queue of this family (one with compute; default: the first with compute)");
 }
 
 void add_output_options(CLI::App& sub, BenchArgs& a) {

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -375,6 +376,20 @@ TEST_F(Cli, BenchBatchChecksEveryProblem) {
         ++verified;
     EXPECT_EQ(verified, 2u) << "both cases' batches verified expected in: " << json;
     EXPECT_EQ(json.find("\"batch_us\": 0.0,"), std::string::npos) << "a batch without its timing: " << json;
+}
+
+// `bench --queue-family` submits to the family named, says which in the
+// JSON, and refuses one the device does not have, writing nothing.
+TEST_F(Cli, BenchQueueFamily) {
+    Result r = cli("bench --shapes 64x1000 --dtype f32 --queue-family 0 --iters 2 --repeats 2 --warmup-ms 5 --json " +
+                   path("q0.json"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(slurp(path("q0.json")).find("\"queue_family\": 0"), std::string::npos) << slurp(path("q0.json"));
+    r = cli("bench --shapes 64x1000 --dtype f32 --queue-family 99 --iters 2 --repeats 2 --warmup-ms 5 --json " +
+            path("q99.json"));
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("has no queue family 99 with compute"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path("q99.json"))) << "a JSON written for a family the device lacks";
 }
 
 TEST_F(Cli, ConvertsFloat64AndIntegersWithANote) {

@@ -22,6 +22,9 @@ Context::Context(const ContextOptions& options) {
     physical_ = pds[chosen];
     info_ = infos[chosen];
     info_.subgroup_uniform_control_flow = info_.subgroup_uniform_control_flow && options.subgroup_uniform_control_flow;
+    if (options.queue_family && !use_queue_family(instance_vk_, physical_, *options.queue_family, info_))
+        throw Error(ErrorKind::invalid_argument,
+                    info_.name + " has no queue family " + std::to_string(*options.queue_family) + " with compute");
     instance_vk_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
     create_device(options);
     create_pipeline_cache({});
@@ -189,16 +192,9 @@ void Context::adopt_device(const HostDevice& host) {
     for (uint32_t i = 0; i < pds.size(); ++i)
         if (pds[i] == host.physical_device) index = i;
     info_ = query_info(instance_vk_, host.physical_device, index);
-    info_.queue_family = host.queue_family;
-    uint32_t nq = 0;
-    instance_vk_.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, nullptr);
-    std::vector<VkQueueFamilyProperties> families(nq);
-    instance_vk_.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, families.data());
     std::string missing;
-    if (host.queue_family >= nq || !(families[host.queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+    if (!use_queue_family(instance_vk_, physical_, host.queue_family, info_))
         missing += "; queue family " + std::to_string(host.queue_family) + " has no compute";
-    else
-        info_.timestamp_valid_bits = families[host.queue_family].timestampValidBits;
     if (info_.api_version < VK_API_VERSION_1_1) missing += "; Vulkan 1.1";
     if (!host.push_descriptor && host.descriptor_pool == VK_NULL_HANDLE)
         missing += info_.push_descriptor

@@ -124,14 +124,19 @@ void read_features(const InstanceFunctions& vk, VkPhysicalDevice pd, const Offer
     info.memory_model = o.memory_model && vmm.vulkanMemoryModel && vmm.vulkanMemoryModelDeviceScope;
 }
 
+std::vector<VkQueueFamilyProperties> queue_families(const InstanceFunctions& vk, VkPhysicalDevice pd) {
+    uint32_t count = 0;
+    vk.vkGetPhysicalDeviceQueueFamilyProperties(pd, &count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(count);
+    vk.vkGetPhysicalDeviceQueueFamilyProperties(pd, &count, families.data());
+    return families;
+}
+
 // The first queue family with compute, and its timestamp bits.
 void read_compute_queue(const InstanceFunctions& vk, VkPhysicalDevice pd, DeviceInfo& info) {
-    uint32_t nq = 0;
-    vk.vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, nullptr);
-    std::vector<VkQueueFamilyProperties> families(nq);
-    vk.vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, families.data());
+    const std::vector<VkQueueFamilyProperties> families = queue_families(vk, pd);
     info.queue_family = UINT32_MAX;
-    for (uint32_t i = 0; i < nq; ++i)
+    for (uint32_t i = 0; i < families.size(); ++i)
         if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
             info.queue_family = i;
             info.timestamp_valid_bits = families[i].timestampValidBits;
@@ -140,6 +145,14 @@ void read_compute_queue(const InstanceFunctions& vk, VkPhysicalDevice pd, Device
 }
 
 }  // namespace
+
+bool use_queue_family(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t family, DeviceInfo& info) {
+    const std::vector<VkQueueFamilyProperties> families = queue_families(vk, pd);
+    if (family >= families.size() || !(families[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) return false;
+    info.queue_family = family;
+    info.timestamp_valid_bits = families[family].timestampValidBits;
+    return true;
+}
 
 DeviceInfo query_info(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t index) {
     DeviceInfo info;

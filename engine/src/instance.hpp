@@ -21,6 +21,9 @@ Instance create_instance(bool validation, bool synchronization_validation);
 
 std::vector<VkPhysicalDevice> physical_devices(const InstanceFunctions& vk, VkInstance instance);
 DeviceInfo query_info(const InstanceFunctions& vk, VkPhysicalDevice physical_device, uint32_t index);
+// Makes `family` the queue family of `info` (its timestamp bits too);
+// false where the device has no such family or it has no compute.
+bool use_queue_family(const InstanceFunctions& vk, VkPhysicalDevice physical_device, uint32_t family, DeviceInfo& info);
 // The device that `selector` names (an index or a part of its name; empty:
 // the default), or Error(unsupported) saying why none is usable.
 int select_device(const std::vector<DeviceInfo>& devices, const std::string& selector);

@@ -56,6 +56,9 @@ struct ContextOptions {
     // shaders are then promised whole subgroups after a branch). false:
     // run the modules meant for devices without it, e.g. to check them.
     bool subgroup_uniform_control_flow = true;
+    // The queue family the context's queue comes from; it must have
+    // compute. Empty: the first family with compute.
+    std::optional<uint32_t> queue_family;
 };
 
 // A host application's own Vulkan objects, for a Context that records into
