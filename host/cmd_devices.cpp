@@ -1,5 +1,6 @@
 // vksoftmax devices: every Vulkan device and what vksoftmax sees in it.
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +33,8 @@ nlohmann::json to_json(const DeviceInfo& d, bool is_default) {
             {"timestamp_period_ns", d.timestamp_period},
             {"timestamp_valid_bits", d.timestamp_valid_bits},
             {"max_storage_buffer_range", d.max_storage_buffer_range},
+            {"queue_family", d.queue_family},
+            {"compute_queue_families", d.compute_queue_families},
             {"default", is_default}};
 }
 
@@ -72,6 +75,8 @@ Command add_devices(CLI::App& app) {
                                       : std::string("no"),
                        d.max_storage_buffer_range);
             if (d.multiprocessors) fmt::print("    multiprocessors: {}\n", d.multiprocessors);
+            fmt::print("    queue families with compute: {} (the first is used; bench --queue-family takes another)\n",
+                       fmt::join(d.compute_queue_families, ", "));
         }
         fmt::print("(* = the device 'run' uses by default)\n");
         return int(Exit::ok);

@@ -217,10 +217,12 @@ TEST_F(Cli, DevicesListsTheDefault) {
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("*0:"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("subgroup size"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("queue families with compute: 0"), std::string::npos) << r.out;
     Result j = cli("devices --json");
     ASSERT_EQ(j.code, 0) << j.err;
     for (const char* key : {"\"subgroup_size\"", "\"fp16_storage\"", "\"timestamps\"", "\"max_storage_buffer_range\"",
-                            "\"default\": true", "\"subgroup_operations\"", "\"api_version\""})
+                            "\"default\": true", "\"subgroup_operations\"", "\"api_version\"",
+                            "\"compute_queue_families\": [\n      0", "\"queue_family\": 0"})
         EXPECT_NE(j.out.find(key), std::string::npos) << key << " missing from " << j.out;
 }
 

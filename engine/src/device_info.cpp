@@ -132,16 +132,15 @@ std::vector<VkQueueFamilyProperties> queue_families(const InstanceFunctions& vk,
     return families;
 }
 
-// The first queue family with compute, and its timestamp bits.
+// Every queue family with compute; the first, and its timestamp bits.
 void read_compute_queue(const InstanceFunctions& vk, VkPhysicalDevice pd, DeviceInfo& info) {
     const std::vector<VkQueueFamilyProperties> families = queue_families(vk, pd);
     info.queue_family = UINT32_MAX;
     for (uint32_t i = 0; i < families.size(); ++i)
-        if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-            info.queue_family = i;
-            info.timestamp_valid_bits = families[i].timestampValidBits;
-            break;
-        }
+        if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) info.compute_queue_families.push_back(i);
+    if (info.compute_queue_families.empty()) return;
+    info.queue_family = info.compute_queue_families.front();
+    info.timestamp_valid_bits = families[info.queue_family].timestampValidBits;
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ struct DeviceInfo {
     VkDriverId driver_id = static_cast<VkDriverId>(0);  // 0 where not known
     uint32_t vendor_id = 0, device_id = 0, driver_version = 0, api_version = 0;
     VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
-    uint32_t queue_family = 0;  // a family with compute
+    uint32_t queue_family = 0;  // a family with compute: the first, or the one asked for
+    std::vector<uint32_t> compute_queue_families;  // every family with compute
 
     uint32_t subgroup_size = 0;  // as reported: shaders read gl_SubgroupSize themselves
     uint32_t min_subgroup_size = 0, max_subgroup_size = 0;  // size control range; 0 without it
