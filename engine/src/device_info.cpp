@@ -132,25 +132,28 @@ std::vector<VkQueueFamilyProperties> queue_families(const InstanceFunctions& vk,
     return families;
 }
 
+// Makes `family` of `families` the queue family of `info`, with its
+// timestamp bits; false where there is no such family or it has no compute.
+bool take_queue_family(const std::vector<VkQueueFamilyProperties>& families, uint32_t family, DeviceInfo& info) {
+    if (family >= families.size() || !(families[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) return false;
+    info.queue_family = family;
+    info.timestamp_valid_bits = families[family].timestampValidBits;
+    return true;
+}
+
 // Every queue family with compute; the first, and its timestamp bits.
 void read_compute_queue(const InstanceFunctions& vk, VkPhysicalDevice pd, DeviceInfo& info) {
     const std::vector<VkQueueFamilyProperties> families = queue_families(vk, pd);
     info.queue_family = UINT32_MAX;
     for (uint32_t i = 0; i < families.size(); ++i)
         if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) info.compute_queue_families.push_back(i);
-    if (info.compute_queue_families.empty()) return;
-    info.queue_family = info.compute_queue_families.front();
-    info.timestamp_valid_bits = families[info.queue_family].timestampValidBits;
+    if (!info.compute_queue_families.empty()) take_queue_family(families, info.compute_queue_families.front(), info);
 }
 
 }  // namespace
 
 bool use_queue_family(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t family, DeviceInfo& info) {
-    const std::vector<VkQueueFamilyProperties> families = queue_families(vk, pd);
-    if (family >= families.size() || !(families[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) return false;
-    info.queue_family = family;
-    info.timestamp_valid_bits = families[family].timestampValidBits;
-    return true;
+    return take_queue_family(queue_families(vk, pd), family, info);
 }
 
 DeviceInfo query_info(const InstanceFunctions& vk, VkPhysicalDevice pd, uint32_t index) {
