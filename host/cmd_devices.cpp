@@ -78,6 +78,8 @@ Command add_devices(CLI::App& app) {
             fmt::print("    queue families with compute: {} (the first is used; bench --queue-family takes another)\n",
                        fmt::join(d.compute_queue_families, ", "));
         }
+        const std::vector<std::string> drivers = loaded_vulkan_drivers();
+        fmt::print("Vulkan drivers mapped: {}\n", drivers.empty() ? std::string("none") : fmt::format("{}", fmt::join(drivers, ", ")));
         fmt::print("(* = the device 'run' uses by default)\n");
         return int(Exit::ok);
     };

@@ -218,6 +218,10 @@ TEST_F(Cli, DevicesListsTheDefault) {
     EXPECT_NE(r.out.find("*0:"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("subgroup size"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("queue families with compute: 0"), std::string::npos) << r.out;
+    // The driver that answered, by its file (lavapipe: libvulkan_lvp.so).
+    const size_t drivers = r.out.find("Vulkan drivers mapped: ");
+    ASSERT_NE(drivers, std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(".so", drivers), std::string::npos) << "no shared object named after 'Vulkan drivers mapped': " << r.out;
     Result j = cli("devices --json");
     ASSERT_EQ(j.code, 0) << j.err;
     for (const char* key : {"\"subgroup_size\"", "\"fp16_storage\"", "\"timestamps\"", "\"max_storage_buffer_range\"",

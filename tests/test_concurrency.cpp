@@ -4,12 +4,27 @@
 // threads on one shared Context. Every result is checked against the CPU
 // reference. Without the validation layer: it is not what is under test,
 // and it multiplies the cost of every call under the sanitizer.
+//
+// Threads that do not all finish within a deadline (VKSOFTMAX_THREADS_DEADLINE_S,
+// default 240 s) fail the test and end the process: each unfinished thread's
+// step and stack are printed, so that a hang in a driver (one is known on
+// NVIDIA 580.159.04, README's "Threads") is a failure that says where,
+// never a process that waits for ever.
+#include <execinfo.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -70,18 +85,141 @@ struct Failures {
     }
 };
 
-template <typename Body>
-void on_threads(Failures& failures, Body body) {
-    std::vector<std::thread> threads;
+// What each thread is doing, for the report of a hang: a string literal
+// per thread, set by the thread as it goes (Steps::set).
+struct Steps {
+    std::array<std::atomic<const char*>, kThreads> now{};
+    std::array<std::atomic<int>, kThreads> round{};
+    void set(int thread, const char* step, int r = 0) {
+        round[thread].store(r);
+        now[thread].store(step);
+    }
+};
+
+// A thread's stack, printed by the thread itself on SIGUSR1: the frames
+// name each module and offset (addr2line -e MODULE OFFSET gives the line
+// where the module has its symbols).
+void print_own_stack(int) {
+    void* frames[48];
+    const int n = backtrace(frames, 48);
+    const char header[] = "--- stack of a thread that did not finish:\n";
+    (void)!write(STDERR_FILENO, header, sizeof header - 1);
+    backtrace_symbols_fd(frames, n, STDERR_FILENO);
+}
+
+// A crash in a thread prints that thread's step and stack before the
+// process ends as the signal would have ended it: the steps of the running
+// test and each thread's index, for the handler.
+const Steps* running_steps = nullptr;
+thread_local int thread_index = -1;
+
+void print_crash(int signal) {
+    char line[256];
+    const char* step = "not one of the test's threads";
+    int round = 0;
+    if (running_steps && thread_index >= 0) {
+        const char* now = running_steps->now[thread_index].load();
+        step = now ? now : "not started";
+        round = running_steps->round[thread_index].load();
+    }
+    const int n = std::snprintf(line, sizeof line, "--- signal %d in thread %d, %s (round %d):\n", signal, thread_index, step, round);
+    (void)!write(STDERR_FILENO, line, static_cast<size_t>(n > 0 ? n : 0));
+    void* frames[48];
+    backtrace_symbols_fd(frames, backtrace(frames, 48), STDERR_FILENO);
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+}
+
+constexpr std::array<int, 5> kCrashSignals = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+using SignalHandler = void (*)(int);
+
+// Installs print_crash() for `steps`' threads; returns the handlers it
+// replaced (a sanitizer's, say), for stop_reporting_crashes().
+std::array<SignalHandler, kCrashSignals.size()> report_crashes(const Steps* steps) {
+    void* warm[1];
+    (void)backtrace(warm, 1);  // loads the unwinder before any handler needs it
+    running_steps = steps;
+    std::array<SignalHandler, kCrashSignals.size()> previous{};
+    for (size_t i = 0; i < kCrashSignals.size(); ++i) previous[i] = std::signal(kCrashSignals[i], print_crash);
+    return previous;
+}
+
+void stop_reporting_crashes(const std::array<SignalHandler, kCrashSignals.size()>& previous) {
+    for (size_t i = 0; i < kCrashSignals.size(); ++i) std::signal(kCrashSignals[i], previous[i]);
+    running_steps = nullptr;
+}
+
+double deadline_seconds() {
+    const char* text = std::getenv("VKSOFTMAX_THREADS_DEADLINE_S");
+    const double s = text ? std::atof(text) : 0.0;
+    return s > 0.0 ? s : 240.0;
+}
+
+// Prints each unfinished thread's step and stack, and ends the process
+// with a failure: a hung thread cannot be joined, so the test cannot
+// return.
+[[noreturn]] void report_hang(const char* test, const Steps& steps, const std::array<std::atomic<bool>, kThreads>& finished,
+                              std::vector<std::thread>& threads, double seconds) {
+    std::fprintf(stderr, "%s: threads still running after %g s (VKSOFTMAX_THREADS_DEADLINE_S):\n", test, seconds);
     for (int t = 0; t < kThreads; ++t)
-        threads.emplace_back([&failures, &body, t] {
+        if (!finished[t].load()) {
+            const char* step = steps.now[t].load();
+            std::fprintf(stderr, "  thread %d: %s (round %d)\n", t, step ? step : "not started", steps.round[t].load());
+        }
+    std::fflush(stderr);
+    void* warm[1];
+    (void)backtrace(warm, 1);  // loads the unwinder before any handler needs it
+    std::signal(SIGUSR1, print_own_stack);
+    for (int t = 0; t < kThreads; ++t)
+        if (!finished[t].load()) {
+            pthread_kill(threads[t].native_handle(), SIGUSR1);
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+    std::fprintf(stderr, "[  FAILED  ] %s: hung (see the steps and stacks above)\n", test);
+    std::fflush(stderr);
+    std::_Exit(1);
+}
+
+// Runs body(t) on kThreads threads and joins them, or reports a hang once
+// the deadline passes with any still running.
+template <typename Body>
+void on_threads(Failures& failures, Steps& steps, Body body) {
+    std::array<std::atomic<bool>, kThreads> finished{};
+    std::mutex mutex;
+    std::condition_variable all_done;
+    int done = 0;
+    std::vector<std::thread> threads;
+    const auto previous_handlers = report_crashes(&steps);
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            thread_index = t;
             try {
                 body(t);
             } catch (const std::exception& e) {
                 failures.add("thread " + std::to_string(t) + " threw: " + e.what());
             }
+            finished[t].store(true);
+            std::lock_guard<std::mutex> lock(mutex);
+            ++done;
+            all_done.notify_one();
         });
+    const double seconds = deadline_seconds();
+    {
+        std::unique_lock<std::mutex> lock(mutex);
+        if (!all_done.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done == kThreads; }))
+            report_hang(::testing::UnitTest::GetInstance()->current_test_info()->name(), steps, finished, threads, seconds);
+    }
     for (std::thread& t : threads) t.join();
+    stop_reporting_crashes(previous_handlers);
+}
+
+template <typename Body>
+void on_threads(Failures& failures, Body body) {
+    Steps steps;
+    on_threads(failures, steps, [&](int t) {
+        steps.set(t, "running");
+        body(t);
+    });
 }
 
 // Plans of many shapes made at once on one Context: each pipeline is
@@ -103,20 +241,77 @@ TEST(Concurrency, PlansMadeAtOnceOnOneContext) {
         EXPECT_EQ(seen[t], seen[0]) << "thread " << t << " got other pipelines for the same plans than thread 0";
 }
 
-// A Context per thread, created, used and destroyed together: nothing
-// process-wide is shared between them.
-TEST(Concurrency, AContextPerThread) {
+// When the threads of contexts_per_thread() destroy their contexts: each
+// as soon as it is done with its own (while the others still create and
+// run theirs), all at once once every thread is done, or one at a time
+// once every thread is done.
+enum class Teardown { as_each_is_done, together, in_turn };
+
+// Counts threads in and lets them all go once the last has come: a
+// barrier for one use.
+class StartLine {
+public:
+    void arrive_and_wait() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (++arrived_ == kThreads) all_.notify_all();
+        all_.wait(lock, [&] { return arrived_ >= kThreads; });
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable all_;
+    int arrived_ = 0;
+};
+
+// A Context per thread, created and used at once, two rounds, destroyed
+// as `teardown` says (except as each is done, the next round starts once
+// every context is destroyed): nothing process-wide is shared between them.
+void contexts_per_thread(Teardown teardown) {
     Failures failures;
-    std::atomic<int> ready{0};
-    on_threads(failures, [&](int t) {
-        ready++;
-        while (ready.load() < kThreads) std::this_thread::yield();  // start together
+    Steps steps;
+    StartLine start;
+    std::array<StartLine, 2> ran, destroyed;
+    std::mutex in_turn;
+    on_threads(failures, steps, [&](int t) {
+        steps.set(t, "waiting for the others to start");
+        start.arrive_and_wait();
         for (int round = 0; round < 2; ++round) {
-            Context ctx(options());
-            failures.add(run_and_check(ctx, rows_of(17, 1000 + 33 * t), 1000u * round + t));
+            steps.set(t, "creating its Context (instance, device, queue)", round);
+            std::optional<Context> ctx(std::in_place, options());
+            steps.set(t, "planning, running and checking 17 rows", round);
+            failures.add(run_and_check(*ctx, rows_of(17, 1000 + 33 * t), 1000u * round + t));
+            if (teardown != Teardown::as_each_is_done) {
+                steps.set(t, "waiting for the others to finish running", round);
+                ran[round].arrive_and_wait();
+            }
+            std::unique_lock<std::mutex> turn(in_turn, std::defer_lock);
+            if (teardown == Teardown::in_turn) turn.lock();
+            steps.set(t, "destroying its Context", round);
+            ctx.reset();
+            if (teardown != Teardown::as_each_is_done) {
+                if (turn.owns_lock()) turn.unlock();
+                steps.set(t, "waiting for the others to destroy theirs", round);
+                destroyed[round].arrive_and_wait();
+            }
         }
+        steps.set(t, "finished", 1);
     });
     EXPECT_TRUE(failures.list.empty()) << failures.all();
+}
+
+TEST(Concurrency, AContextPerThread) { contexts_per_thread(Teardown::as_each_is_done); }
+TEST(Concurrency, AContextPerThreadDestroyedTogether) { contexts_per_thread(Teardown::together); }
+TEST(Concurrency, AContextPerThreadDestroyedInTurn) { contexts_per_thread(Teardown::in_turn); }
+
+// With no instance left, the driver a Context used stays mapped (the
+// loader would unmap it): threads that used it may still end after.
+TEST(Concurrency, DriversStayMappedAfterTheLastContext) {
+    {
+        Context ctx(options());
+        ASSERT_FALSE(loaded_vulkan_drivers().empty()) << "no mapped object exports vk_icdGetInstanceProcAddr while a Context lives";
+    }
+    EXPECT_FALSE(loaded_vulkan_drivers().empty())
+        << "the driver was unmapped with the last Context (ContextOptions::keep_drivers_loaded)";
 }
 
 // run() from several threads on one Context: they take turns on its

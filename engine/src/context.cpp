@@ -9,7 +9,7 @@
 namespace vksoftmax {
 
 Context::Context(const ContextOptions& options) {
-    Instance instance = create_instance(options.validation, options.synchronization_validation);
+    Instance instance = create_instance(options.validation, options.synchronization_validation, options.keep_drivers_loaded);
     instance_vk_ = instance.vk;
     instance_ = std::move(instance.handle);
     if (instance.debug_utils) create_messenger();

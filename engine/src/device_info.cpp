@@ -297,7 +297,9 @@ std::string DeviceInfo::subgroup_ops_string() const {
 }
 
 DeviceList list_devices() {
-    Instance instance = create_instance(false, false);
+    // Drivers kept mapped as a Context's are by default (drivers_loaded.hpp):
+    // a listing may run on a thread that ends soon after.
+    Instance instance = create_instance(false, false, true);
     DeviceList list;
     auto pds = physical_devices(instance.vk, instance.handle.get());
     for (uint32_t i = 0; i < pds.size(); ++i) list.devices.push_back(query_info(instance.vk, pds[i], i));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "drivers_loaded.hpp"
 #include "vksoftmax/error.hpp"
 
 namespace vksoftmax {
@@ -27,7 +28,7 @@ uint32_t instance_api_version(const LoaderFunctions& loader) {
 
 }  // namespace
 
-Instance create_instance(bool validation, bool synchronization_validation) {
+Instance create_instance(bool validation, bool synchronization_validation, bool keep_drivers_loaded) {
     const LoaderFunctions loader = load_loader_functions(system_loader());
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "vksoftmax";
@@ -62,6 +63,7 @@ Instance create_instance(bool validation, bool synchronization_validation) {
         if (destroy) destroy(i, nullptr);
     });
     result.vk = load_instance_functions(loader.vkGetInstanceProcAddr, instance);
+    if (keep_drivers_loaded) keep_vulkan_drivers_loaded();
     return result;
 }
 

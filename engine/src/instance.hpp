@@ -16,8 +16,10 @@ struct Instance {
 };
 
 // An instance of the system loader, with the validation layer (and its
-// synchronization checks) where asked for and installed.
-Instance create_instance(bool validation, bool synchronization_validation);
+// synchronization checks) where asked for and installed; with
+// keep_drivers_loaded, the drivers it mapped stay mapped after it
+// (drivers_loaded.hpp says why).
+Instance create_instance(bool validation, bool synchronization_validation, bool keep_drivers_loaded);
 
 std::vector<VkPhysicalDevice> physical_devices(const InstanceFunctions& vk, VkInstance instance);
 DeviceInfo query_info(const InstanceFunctions& vk, VkPhysicalDevice physical_device, uint32_t index);

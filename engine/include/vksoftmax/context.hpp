@@ -59,6 +59,14 @@ struct ContextOptions {
     // The queue family the context's queue comes from; it must have
     // compute. Empty: the first family with compute.
     std::optional<uint32_t> queue_family;
+    // Keep the Vulkan drivers this context's instance mapped in the process
+    // after the context is gone (RTLD_NODELETE), as a process that keeps an
+    // instance for its whole life has them. The loader otherwise unmaps a
+    // driver with the last instance, and NVIDIA's (580.159.04) then crashes
+    // threads that used it as they exit, and can deadlock a vkDestroyDevice
+    // beside another thread's vkCreateInstance (README, "Threads"). false:
+    // leave unmapping to the loader.
+    bool keep_drivers_loaded = true;
 };
 
 // A host application's own Vulkan objects, for a Context that records into

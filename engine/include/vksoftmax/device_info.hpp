@@ -72,4 +72,10 @@ struct DeviceList {
 };
 DeviceList list_devices();
 
+// The file names of the Vulkan drivers (ICDs: shared objects that export
+// vk_icdGetInstanceProcAddr) mapped in the process now: after a Context
+// or list_devices(), the ones the loader found (they stay mapped:
+// ContextOptions::keep_drivers_loaded).
+std::vector<std::string> loaded_vulkan_drivers();
+
 }  // namespace vksoftmax
