@@ -135,7 +135,7 @@ fi
 if run programs; then
   # Threads that hang fail the test with each one's step and stack once
   # their deadline passes (NVIDIA 580.159.04 hung in vkDestroyDevice while
-  # the driver was unmapped and mapped again: src/drivers_loaded.hpp); the
+  # the driver was unmapped and mapped again: engine/src/drivers_loaded.hpp); the
   # timeout bounds the rest. Last, so that a hang stops nothing else.
   VKSOFTMAX_THREADS_DEADLINE_S=30 timeout 90 build/bin/vksoftmax_concurrency_tests > "$out/concurrency.txt" 2>&1; concurrency_rc=$?
   grep -E "^\[ +(OK|FAILED) +\]|PASSED|FAILED|^  thread [0-3]:|^--- signal" "$out/concurrency.txt" | tail -8
