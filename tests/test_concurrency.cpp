@@ -96,15 +96,19 @@ struct Steps {
     }
 };
 
-// A thread's stack, printed by the thread itself on SIGUSR1: the frames
-// name each module and offset (addr2line -e MODULE OFFSET gives the line
-// where the module has its symbols).
-void print_own_stack(int) {
+// `header`, then the calling thread's stack, to stderr, from a signal
+// handler: the frames name each module and offset (addr2line -e MODULE
+// OFFSET gives the line where the module has its symbols).
+void write_own_stack(const char* header, size_t length) {
+    (void)!write(STDERR_FILENO, header, length);
     void* frames[48];
-    const int n = backtrace(frames, 48);
+    backtrace_symbols_fd(frames, backtrace(frames, 48), STDERR_FILENO);
+}
+
+// A thread's stack, printed by the thread itself on SIGUSR1.
+void print_own_stack(int) {
     const char header[] = "--- stack of a thread that did not finish:\n";
-    (void)!write(STDERR_FILENO, header, sizeof header - 1);
-    backtrace_symbols_fd(frames, n, STDERR_FILENO);
+    write_own_stack(header, sizeof header - 1);
 }
 
 // A crash in a thread prints that thread's step and stack before the
@@ -123,9 +127,7 @@ void print_crash(int signal) {
         round = running_steps->round[thread_index].load();
     }
     const int n = std::snprintf(line, sizeof line, "--- signal %d in thread %d, %s (round %d):\n", signal, thread_index, step, round);
-    (void)!write(STDERR_FILENO, line, static_cast<size_t>(n > 0 ? n : 0));
-    void* frames[48];
-    backtrace_symbols_fd(frames, backtrace(frames, 48), STDERR_FILENO);
+    write_own_stack(line, static_cast<size_t>(n > 0 ? n : 0));
     std::signal(signal, SIG_DFL);
     std::raise(signal);
 }
@@ -157,7 +159,8 @@ double deadline_seconds() {
 
 // Prints each unfinished thread's step and stack, and ends the process
 // with a failure: a hung thread cannot be joined, so the test cannot
-// return.
+// return. Called while report_crashes() is in force, which loaded the
+// unwinder the threads' handlers use.
 [[noreturn]] void report_hang(const char* test, const Steps& steps, const std::array<std::atomic<bool>, kThreads>& finished,
                               std::vector<std::thread>& threads, double seconds) {
     std::fprintf(stderr, "%s: threads still running after %g s (VKSOFTMAX_THREADS_DEADLINE_S):\n", test, seconds);
@@ -167,8 +170,6 @@ double deadline_seconds() {
             std::fprintf(stderr, "  thread %d: %s (round %d)\n", t, step ? step : "not started", steps.round[t].load());
         }
     std::fflush(stderr);
-    void* warm[1];
-    (void)backtrace(warm, 1);  // loads the unwinder before any handler needs it
     std::signal(SIGUSR1, print_own_stack);
     for (int t = 0; t < kThreads; ++t)
         if (!finished[t].load()) {
@@ -284,12 +285,13 @@ void contexts_per_thread(Teardown teardown) {
                 steps.set(t, "waiting for the others to finish running", round);
                 ran[round].arrive_and_wait();
             }
-            std::unique_lock<std::mutex> turn(in_turn, std::defer_lock);
-            if (teardown == Teardown::in_turn) turn.lock();
-            steps.set(t, "destroying its Context", round);
-            ctx.reset();
+            {
+                std::unique_lock<std::mutex> turn(in_turn, std::defer_lock);
+                if (teardown == Teardown::in_turn) turn.lock();
+                steps.set(t, "destroying its Context", round);
+                ctx.reset();
+            }
             if (teardown != Teardown::as_each_is_done) {
-                if (turn.owns_lock()) turn.unlock();
                 steps.set(t, "waiting for the others to destroy theirs", round);
                 destroyed[round].arrive_and_wait();
             }

@@ -6,11 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "vksoftmax/device_info.hpp"
+
 namespace vksoftmax {
 namespace {
 
 // The file names of every shared object mapped in the process (the
-// program itself, which has none, left out).
+// program itself, which has none, left out). They are only gathered here:
+// dl_iterate_phdr()'s callback runs under the dynamic linker's lock, so the
+// dlopen() calls that examine them come after.
 std::vector<std::string> loaded_objects() {
     std::vector<std::string> names;
     dl_iterate_phdr(
@@ -44,8 +48,6 @@ std::vector<std::string> loaded_vulkan_drivers() {
 }
 
 void keep_vulkan_drivers_loaded() {
-    // Names are gathered first: dlopen() is not called from inside
-    // dl_iterate_phdr()'s callback, which runs under the dynamic linker's lock.
     for (const std::string& name : loaded_vulkan_drivers()) {
         // RTLD_NODELETE on an object already mapped marks it never to be
         // unmapped; the reference this takes is dropped again, the mark stays.

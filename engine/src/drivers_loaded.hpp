@@ -4,12 +4,12 @@
 // The loader unmaps a driver when the last instance that used it is
 // destroyed, and maps it again for the next. NVIDIA's driver (580.159.04)
 // does not survive that beside threads: a thread that used it and exits
-// after it was unmapped crashes (SIGSEGV at the thread's exit, in the
-// driver's per-thread cleanup), and vkDestroyDevice unmapping it while
+// after it was unmapped crashes (SIGSEGV at the thread's exit, with no
+// frame left to read: most likely its per-thread cleanup), and vkDestroyDevice unmapping it while
 // another thread creates an instance or allocates memory deadlocks. With
 // the drivers never unmapped, neither happened (bench/NOTES.md, v116).
+// Listing them is public: loaded_vulkan_drivers(), vksoftmax/device_info.hpp.
 #pragma once
-#include "vksoftmax/device_info.hpp"  // loaded_vulkan_drivers()
 
 namespace vksoftmax {
 
