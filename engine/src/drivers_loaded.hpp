@@ -8,6 +8,10 @@
 // frame left to read: most likely its per-thread cleanup), and vkDestroyDevice unmapping it while
 // another thread creates an instance or allocates memory deadlocks. With
 // the drivers never unmapped, neither happened (bench/NOTES.md, v116).
+// Layers stay the loader's to unmap: the validation layer keeps its
+// per-thread state in C++ thread_local objects, and glibc does not unmap
+// an object whose thread_local destructors are still to run (dlclose()
+// leaves it mapped), so a thread that used a layer can exit after it.
 // Listing them is public: loaded_vulkan_drivers(), vksoftmax/device_info.hpp.
 #pragma once
 
