@@ -94,6 +94,11 @@ struct Steps {
         round[thread].store(r);
         now[thread].store(step);
     }
+    // Thread t's step as last set (safe in a signal handler).
+    const char* step(int thread) const {
+        const char* s = now[thread].load();
+        return s ? s : "not started";
+    }
 };
 
 // `header`, then the calling thread's stack, to stderr, from a signal
@@ -122,8 +127,7 @@ void print_crash(int signal) {
     const char* step = "not one of the test's threads";
     int round = 0;
     if (running_steps && thread_index >= 0) {
-        const char* now = running_steps->now[thread_index].load();
-        step = now ? now : "not started";
+        step = running_steps->step(thread_index);
         round = running_steps->round[thread_index].load();
     }
     const int n = std::snprintf(line, sizeof line, "--- signal %d in thread %d, %s (round %d):\n", signal, thread_index, step, round);
@@ -165,10 +169,7 @@ double deadline_seconds() {
                               std::vector<std::thread>& threads, double seconds) {
     std::fprintf(stderr, "%s: threads still running after %g s (VKSOFTMAX_THREADS_DEADLINE_S):\n", test, seconds);
     for (int t = 0; t < kThreads; ++t)
-        if (!finished[t].load()) {
-            const char* step = steps.now[t].load();
-            std::fprintf(stderr, "  thread %d: %s (round %d)\n", t, step ? step : "not started", steps.round[t].load());
-        }
+        if (!finished[t].load()) std::fprintf(stderr, "  thread %d: %s (round %d)\n", t, steps.step(t), steps.round[t].load());
     std::fflush(stderr);
     std::signal(SIGUSR1, print_own_stack);
     for (int t = 0; t < kThreads; ++t)
