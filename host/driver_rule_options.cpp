@@ -33,7 +33,13 @@ constexpr RuleOption kTileLoadsOption{
     "faster, else in-branches), in-branches (each vector's load and logits in a branch of its own), together (a "
     "tile's loads issued before its logits)"};
 
-constexpr RuleOption kRuleOptions[] = {kNonfiniteOption, kSubgroupMaxOption, kTileLoadsOption};
+constexpr RuleOption kRowFetchOption{
+    "--row-fetch", &DriverRuleArgs::row_fetch,
+    "How masked 16-bit attention rows held by a workgroup are fetched: automatic (default: next-row-first on the "
+    "drivers where it was measured faster, else in-turn), in-turn (a row at a time), next-row-first (the next row's "
+    "loads issued before the current row is reduced, wherever the plan finds the rows fit it)"};
+
+constexpr RuleOption kRuleOptions[] = {kNonfiniteOption, kSubgroupMaxOption, kTileLoadsOption, kRowFetchOption};
 
 }  // namespace
 
@@ -45,10 +51,12 @@ DriverRules parse_driver_rules(const DriverRuleArgs& args) {
     constexpr NonfiniteCheck checks[] = {NonfiniteCheck::automatic, NonfiniteCheck::each_element, NonfiniteCheck::by_sum};
     constexpr SubgroupMax maxima[] = {SubgroupMax::automatic, SubgroupMax::float_max, SubgroupMax::integer_keys};
     constexpr TileLoads loads[] = {TileLoads::automatic, TileLoads::in_branches, TileLoads::together};
+    constexpr RowFetch fetches[] = {RowFetch::automatic, RowFetch::in_turn, RowFetch::next_row_first};
     DriverRules rules;
     rules.nonfinite = parse_choice(kNonfiniteOption.name, args.nonfinite, checks, nonfinite_check_name);
     rules.subgroup_max = parse_choice(kSubgroupMaxOption.name, args.subgroup_max, maxima, subgroup_max_name);
     rules.tile_loads = parse_choice(kTileLoadsOption.name, args.tile_loads, loads, tile_loads_name);
+    rules.row_fetch = parse_choice(kRowFetchOption.name, args.row_fetch, fetches, row_fetch_name);
     return rules;
 }
 

@@ -1,4 +1,4 @@
-// --nonfinite, --subgroup-max and --tile-loads: the per-driver shader-form
+// --nonfinite, --subgroup-max, --tile-loads and --row-fetch: the per-driver shader-form
 // rules' choices (DriverRules), taken alike by `bench` and `conformance`.
 #pragma once
 #include <CLI/CLI.hpp>
@@ -12,10 +12,10 @@ namespace vksoftmax::cli {
 
 // The options' words as given; empty: automatic.
 struct DriverRuleArgs {
-    std::string nonfinite, subgroup_max, tile_loads;
+    std::string nonfinite, subgroup_max, tile_loads, row_fetch;
 };
 
-// Adds the three options to `sub`, writing into `args`, in the group of
+// Adds the four options to `sub`, writing into `args`, in the group of
 // `sub`'s option defaults.
 void add_driver_rule_options(CLI::App& sub, DriverRuleArgs& args);
 

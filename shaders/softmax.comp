@@ -80,6 +80,68 @@ void write_row_one_exchange(uint r, Span row, uint lanes, uint lane) {
 }
 #endif
 
+#if defined(ATTENTION) && defined(STORAGE_16BIT) && defined(USE_SUBGROUP)
+// NEXT_ROW_FIRST: a workgroup holding masked 16-bit rows whole takes rows
+// first, first + step, ... (the plan's grid gives it two or more) and
+// issues the next row's 16-byte words of x and of the mask before it
+// reduces and writes the current row, so that they are in flight while it
+// does; the words wait in registers of their own (NVIDIA 580.159.04: 72
+// a workgroup of 64 x 8, against 55). H100, us: f16 (1, 32, 2048, 2048)
+// 196.9 -> 192.7, (1, 8, 4096, 4096) 204.2 -> 198.8 (bf16 206.6 -> 198.7);
+// four rows a workgroup slower than two (bench/NOTES.md, v118).
+layout(constant_id = SPEC_ID_NEXT_ROW_FIRST) const bool NEXT_ROW_FIRST = false;
+// Read through this function (glslang 12 emits a specialization constant's
+// operation in the first function body that reads it).
+bool next_row_first() {
+    if (!NEXT_ROW_FIRST || (MASK != MASK_F16 && MASK != MASK_BF16)) return false;
+    return VEC == 8u && !ODD_ROWS && !CAUSAL && !SUBGROUP_ROWS;
+}
+uvec4 next_x[SLOTS];     // pairs of slots: entry j / 2 of each is used
+uvec4 next_mask[SLOTS];
+// Issues the loads of a row of whole 16-byte vectors that fits one tile
+// (a vector past the row's end reads the row's first and is not used).
+void fetch_row(Span row, uint lanes, uint lane) {
+    [[unroll]] for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+        uint i = tile_vector(0u, j >> 1, lanes, lane);
+        uint at = i < row.end ? i : row.first;
+        next_x[j >> 1] = x_w[(row.base + at) >> 3];
+        next_mask[j >> 1] = load_mask8(row.attn, at - row.first);
+    }
+}
+// The fetched row's logits into the slots (MISSING past its end).
+void take_fetched_row(Span row, uint lanes, uint lane) {
+    [[unroll]] for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
+        uint i = tile_vector(0u, j >> 1, lanes, lane);
+        vec4 a = vec4(MISSING), b = vec4(MISSING);
+        if (i < row.end) {
+            uvec4 p = next_x[j >> 1];
+            UNPACK8(p, a, b);
+            attend8_loaded(row.attn, i - row.first, next_mask[j >> 1], a, b);
+        }
+        slots[j] = a;
+        slots[j + 1u] = b;
+    }
+}
+void rows_next_first(uint first, uint step, uint lanes, uint lane) {
+    if (first >= pc.rows) return;
+    Span row = row_span(ROW_IN_ORDER(first));
+    fetch_row(row, lanes, lane);
+    for (uint i = first; i < pc.rows; i += step) {
+        take_fetched_row(row, lanes, lane);
+        Span next = row;
+        bool more = i + step < pc.rows;
+        if (more) {
+            next = row_span(ROW_IN_ORDER(i + step));
+            fetch_row(next, lanes, lane);
+        }
+        write_row_one_exchange(ROW_IN_ORDER(i), row, lanes, lane);
+        // The next row's exchange writes the arrays this one read.
+        if (more) barrier();
+        row = next;
+    }
+}
+#endif
+
 // KIND_ROWS_PER_SLOT: rows r0 .. r0 + SLOTS - 1, row r0 + j in slot j (at the place a
 // row's first slot has), so that a subgroup has the loads of SLOTS rows in
 // flight before its first reduction, and their reductions interleave:
@@ -183,6 +245,13 @@ void main() MAIN_ATTRIBUTES {
 #else
     if (KIND == KIND_ROWS_PER_SLOT && longest_window() <= 4u * lanes) {
         for (uint r0 = first * SLOTS; r0 < pc.rows; r0 += step * SLOTS) rows_per_slot(r0, lanes, lane);
+        return;
+    }
+#endif
+#if defined(ATTENTION) && defined(STORAGE_16BIT) && defined(USE_SUBGROUP)
+    // Where the real subgroup holds the row in one tile, as planned.
+    if (KIND == KIND_ROW_IN_REGISTERS && next_row_first() && row_one_exchange() && pc.axis <= tile) {
+        rows_next_first(first, step, lanes, lane);
         return;
     }
 #endif

@@ -40,8 +40,10 @@
 #define SPEC_ID_TILE_LOADS_TOGETHER 23
 // softmax_backward.comp.
 #define SPEC_ID_REREAD_GRADIENT 24
+// softmax.comp, attention modules.
+#define SPEC_ID_NEXT_ROW_FIRST 25
 // How many ids the softmax modules' list has.
-#define SPEC_ID_COUNT 25
+#define SPEC_ID_COUNT 26
 
 // copy.comp: the workgroup size (SPEC_ID_WORKGROUP_SIZE) and which pass.
 #define SPEC_ID_COPY_MODE 1

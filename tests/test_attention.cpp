@@ -617,6 +617,46 @@ TEST_F(AttentionTest, SubgroupRowTilesTogether) {
     }
 }
 
+// Masked 16-bit workgroup rows that fetch the next row first
+// (RowFetch::next_row_first, the form NVIDIA's driver takes by itself on
+// large batches): 3 heads x 5 query rows of 1024, one tile of 32 x 8
+// slots, so that workgroup w takes rows w and w + 8 and the last one a row
+// alone; f16 softmax with ALiBi, sinks and the log-sum-exp, taken
+// query-major too, and bf16 log-softmax, each under a mask of its type
+// broadcast over the heads (about one element in eight -inf).
+TEST_F(AttentionTest, WorkgroupRowsFetchTheNextRowFirst) {
+    if (!Gpu::ctx().info().subgroup_arithmetic()) GTEST_SKIP() << "no subgroup arithmetic: the form needs subgroups";
+    struct Case { Dtype dtype; bool log, others; RowOrder order; };
+    for (const Case& c : {Case{Dtype::f16, false, true, RowOrder::head_major},
+                          Case{Dtype::f16, false, true, RowOrder::query_major},
+                          Case{Dtype::bf16, true, false, RowOrder::head_major}}) {
+        Problem p = attention_problem(1, 3, 5, 1024, c.dtype);
+        p.scale = 1.0 / std::sqrt(128.0);
+        p.log = c.log;
+        Attention& a = p.attention;
+        a.mask = true;
+        a.mask_dtype = c.dtype;
+        if (c.others) {
+            a.alibi_max_bias = 8.0;
+            a.sinks = true;
+            a.lse = true;
+        }
+        PlanOptions options = forced_workgroup_rows(8);
+        options.row_order = c.order;
+        options.rules.row_fetch = RowFetch::next_row_first;
+        const std::vector<float> x = random_logits(p.shape.elements(), fresh_seed());
+        const std::vector<float> mask = random_mask(5, 1024, fresh_seed());
+        const std::vector<float> sinks = c.others ? std::vector<float>{0.5f, -1.0f, 2.0f} : std::vector<float>{};
+        const AttentionOutcome o = run_attention(p, x, mask, sinks, options);
+        const std::string what = describe_options(p) + (c.order == RowOrder::query_major ? " query-major" : "") +
+                                 " at 32 x 8, the next row first";
+        ASSERT_NO_FATAL_FAILURE(assert_16_byte_tiles(o, 8, what));
+        ASSERT_TRUE(o.plan.key[0].next_row_first) << what << ": " << o.plan.key[0].id();
+        ASSERT_EQ(o.plan.groups, 8u) << what << ": 15 rows, two a workgroup";
+        expect_within_bound(p, o, what);
+    }
+}
+
 // Rows long enough for the split path's chunks and for tiles: causal with
 // a mask and sinks over 3 rows of 70000.
 TEST_F(AttentionTest, AttentionOnLongRows) {

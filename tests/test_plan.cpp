@@ -1200,6 +1200,68 @@ TEST(Plan, TileLoadsTogetherOnNvidiaAttentionSubgroupRows) {
     }
 }
 
+// Masked 16-bit rows held by a workgroup at 8 slots or more fetch the
+// next row first on NVIDIA's driver, where it was measured faster, in
+// batches of kNextRowFirstMinWaves (60) rows per multiprocessor or more, each
+// workgroup taking two rows (half the grid); in turn elsewhere. Rows the
+// form does not fit never take it, forced or not: bf16 rows of 2048 (128
+// x 4), a mask per head, causal rows, fp32 rows, the backward pass.
+TEST(Plan, NextRowFirstForMaskedHalfWorkgroupRowsOnNvidia) {
+    const DeviceInfo nv = counted_h100();
+    const RowFetchRule nvidia = row_fetch_rule(nv);
+    EXPECT_TRUE(nvidia.next_row_first);
+    EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
+    const DeviceInfo llvmpipe = as_llvmpipe(nv);
+    const RowFetchRule other = row_fetch_rule(llvmpipe);
+    EXPECT_FALSE(other.next_row_first);
+    EXPECT_NE(other.reason.find("not measured"), std::string::npos) << other.reason;
+    EXPECT_TRUE(row_fetch_rule(llvmpipe, RowFetch::next_row_first).next_row_first);
+    EXPECT_FALSE(row_fetch_rule(nv, RowFetch::in_turn).next_row_first);
+
+    PlanOptions next_first, in_turn;
+    next_first.rules.row_fetch = RowFetch::next_row_first;
+    in_turn.rules.row_fetch = RowFetch::in_turn;
+    const Problem rows_2048 = masked_attention(1, 32, 2048, Dtype::f16, Dtype::f16);
+    for (const Problem& p : {rows_2048, masked_attention(1, 8, 4096, Dtype::f16, Dtype::f16),
+                             masked_attention(1, 8, 4096, Dtype::bf16, Dtype::bf16)}) {
+        const Plan plan = plan_geometry(nv, p);
+        ASSERT_EQ(plan.path, Path::workgroup_row) << what(p);
+        EXPECT_GE(plan.key[0].slots, 8u) << what(p) << ": " << plan.key[0].id();
+        EXPECT_TRUE(plan.key[0].next_row_first) << what(p) << ": " << plan.key[0].id();
+        EXPECT_NE(plan.key[0].id().find("/next-row-first"), std::string::npos) << what(p) << ": " << plan.key[0].id();
+        EXPECT_EQ(plan.groups, p.shape.rows() / 2) << what(p) << ": two rows a workgroup";
+        const Plan turn = plan_geometry(nv, p, in_turn);
+        EXPECT_FALSE(turn.key[0].next_row_first) << what(p) << " forced in turn";
+        EXPECT_EQ(turn.groups, p.shape.rows()) << what(p) << " forced in turn: a row a workgroup";
+        EXPECT_FALSE(plan_geometry(llvmpipe, p).key[0].next_row_first) << what(p) << " on llvmpipe";
+        EXPECT_FALSE(plan_geometry(h200(), p).key[0].next_row_first)
+            << what(p) << " where the multiprocessors are not counted";
+    }
+    // Few rows: a row a workgroup unless forced.
+    const Problem few = masked_attention(1, 1, 2048, Dtype::f16, Dtype::f16);
+    EXPECT_FALSE(plan_geometry(nv, few).key[0].next_row_first) << what(few) << ": 15.5 rows per multiprocessor";
+    const Problem eight_heads = masked_attention(1, 8, 2048, Dtype::f16, Dtype::f16);
+    EXPECT_TRUE(plan_geometry(nv, eight_heads).key[0].next_row_first) << what(eight_heads) << ": 124 rows per multiprocessor";
+    const Plan forced = plan_geometry(llvmpipe, few, next_first);
+    EXPECT_TRUE(forced.key[0].next_row_first) << what(few) << " forced on llvmpipe: " << forced.key[0].id();
+    EXPECT_EQ(forced.groups, 1024u) << what(few) << " forced on llvmpipe";
+
+    Problem bf16_2048 = masked_attention(1, 32, 2048, Dtype::bf16, Dtype::bf16);
+    Problem per_head = rows_2048;
+    per_head.attention.mask_heads = 32;
+    Problem causal = rows_2048;
+    causal.attention.mask = false;
+    causal.attention.causal = true;
+    const Problem f32_rows = masked_attention(1, 32, 2048, Dtype::f32, Dtype::f16);
+    Problem backward = rows_of(65536, 2048, Dtype::f16);
+    backward.backward = true;
+    for (const Problem& p : {bf16_2048, per_head, causal, f32_rows, backward}) {
+        const Plan plan = plan_geometry(nv, p, next_first);
+        EXPECT_FALSE(plan.key[0].next_row_first) << what(p) << " forced: " << plan.key[0].id();
+        EXPECT_EQ(plan.groups, p.shape.rows()) << what(p) << " forced: a row a workgroup";
+    }
+}
+
 // The rule for the single-pass path: the memory model first, then what
 // is known of the vendor (taken only where measured faster: on NVIDIA,
 // resident batches), then the option; a forced single-pass path the rule

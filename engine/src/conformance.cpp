@@ -160,8 +160,9 @@ double ulp_distance(double got, double ref, Dtype dtype) {
 // causal with a scale and the log-sum-exp; causal with sinks and the
 // log-sum-exp; a 16-bit mask of an odd element count, (15, 255), whose last
 // element the shaders read from a word that ends past its elements
-// (mask_buffer_bytes()); and (full catalogue) everything at once on rows
-// of 65537.
+// (mask_buffer_bytes()); and (full catalogue) a broadcast mask with ALiBi,
+// sinks and the log-sum-exp on rows of 2048 (held by a workgroup at 8
+// slots or more: RowFetch's form) and everything at once on rows of 65537.
 void add_attention_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
     const std::string t = std::string(dtype_name(dt)) + " ";
     Attention broadcast;
@@ -204,6 +205,17 @@ void add_attention_cases(Dtype dt, bool quick, std::vector<Case>& cases) {
                                        " (15,255)",
                                    dt, false, {1, 1, 15, 255}, odd_mask, 1.0));
     if (quick) return;
+    // Rows of 2048 held by a workgroup at 8 slots or more in 16-byte
+    // accesses under a broadcast mask: with --row-fetch next-row-first,
+    // each workgroup fetches its next row first (RowFetch), ALiBi, sinks
+    // and the log-sum-exp included.
+    Attention next_row = broadcast;
+    next_row.mask_rows = 6;
+    next_row.alibi_max_bias = 8.0;
+    next_row.sinks = true;
+    next_row.lse = true;
+    cases.push_back(attention_case(t + "softmax (1,4,6,2048) attention mask (6,2048) alibi=8 sinks lse scale=1/sqrt(128)",
+                                   dt, false, {1, 4, 6, 2048}, next_row, 1.0 / std::sqrt(128.0)));
     Attention all = causal;
     all.mask = true;
     all.mask_dtype = Dtype::f32;

@@ -45,7 +45,7 @@ std::string PipelineKey::id() const {
                             (lse ? "/lse" : "") + (alibi ? "/alibi" : "") + (mask_per_head ? "/per-head" : "") +
                             (scale_in_exp ? "/scale-in-exp" : "") + (query_major ? "/query-major" : "") +
                             (query_block_shift ? "/block" + std::to_string(1u << query_block_shift) : "") +
-                            (tile_loads_together ? "/loads-together" : "")
+                            (tile_loads_together ? "/loads-together" : "") + (next_row_first ? "/next-row-first" : "")
                       : "") +
            (backward ? std::string("/backward") + (sinks ? "/sinks" : "") + (reread_gradient ? "/reread-dy" : "") : "") +
            (nonfinite_by_sum ? "/by-sum" : "") +
@@ -79,7 +79,7 @@ SpecializationValues copy_specialization(const PipelineKey& key) {
 
 // The last id below fills the list (ctest spirv_val checks that no module
 // declares an id past it).
-static_assert(SPEC_ID_REREAD_GRADIENT + 1 == SPEC_ID_COUNT, "a specialization id the engine does not fill");
+static_assert(SPEC_ID_NEXT_ROW_FIRST + 1 == SPEC_ID_COUNT, "a specialization id the engine does not fill");
 
 SpecializationValues softmax_specialization(const PipelineKey& key) {
     std::vector<uint32_t> values(SPEC_ID_COUNT);
@@ -108,6 +108,7 @@ SpecializationValues softmax_specialization(const PipelineKey& key) {
     values[SPEC_ID_NONFINITE_BY_SUM] = key.nonfinite_by_sum;
     values[SPEC_ID_TILE_LOADS_TOGETHER] = key.tile_loads_together;
     values[SPEC_ID_REREAD_GRADIENT] = key.reread_gradient;
+    values[SPEC_ID_NEXT_ROW_FIRST] = key.next_row_first;
     return {values, {}};
 }
 

@@ -746,6 +746,25 @@ bool rereads_gradient(const Problem& problem, const PipelineKey& key) {
            key.workgroup_size >= kBackwardRereadGradientWorkgroup;
 }
 
+// Whether pass 0 of a plan fetches each workgroup's next row before it
+// reduces the current one (NEXT_ROW_FIRST, row_fetch_rule()): forward
+// attention rows held whole in the registers of a workgroup (not a
+// subgroup) in 16-byte accesses of kNextRowFirstMinSlots slots or more,
+// under a 16-bit mask that every head shares and no causal mask; under
+// the automatic choice, in batches of at least kNextRowFirstMinWaves rows
+// per multiprocessor.
+bool fetches_next_row_first(const DeviceInfo& d, const PlanOptions& options, const Problem& problem, const Limits& l,
+                            const PipelineKey& key) {
+    const bool mask_16bit = key.mask == mask_f16 || key.mask == mask_bf16;
+    if (problem.backward || !key.attention || !mask_16bit || key.mask_per_head || key.causal) return false;
+    if (key.kind != ShaderKind::row_in_registers || !key.subgroup || key.subgroup_rows || key.vec != 8 ||
+        key.odd_rows || key.slots < kNextRowFirstMinSlots)
+        return false;
+    const RowFetch choice = options.rules.row_fetch;
+    if (choice == RowFetch::automatic && row_waves(problem, l) < kNextRowFirstMinWaves) return false;
+    return row_fetch_rule(d, choice).next_row_first;
+}
+
 }  // namespace
 
 Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOptions& options) {
@@ -785,6 +804,10 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         plan.key[p] = key;
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows(problem, path, g, l, slot_rows));
         plan.key[p].reread_gradient = rereads_gradient(problem, plan.key[p]);
+    }
+    if (plan.passes == 1 && fetches_next_row_first(d, options, range, l, plan.key[0])) {
+        plan.key[0].next_row_first = true;
+        plan.groups = static_cast<uint32_t>(dispatch_grid(div_up(g.items, kNextRowFirstRows), d.max_workgroup_count[0]));
     }
     plan.label = plan_label(problem, path, key);
     return plan;

@@ -110,6 +110,23 @@ constexpr double kFloatRowsWideMaxWaves = 8.0;
 // not measured.
 constexpr uint32_t kMaskedBf16MaxSlots = 8;
 constexpr uint64_t kMaskedBf16RowMax = 4096;
+// Masked 16-bit workgroup rows of at least kNextRowFirstMinSlots slots,
+// under a mask shared by the heads, fetch the next row before reducing
+// the current one where the driver's rule says so (row_fetch_rule()),
+// each workgroup taking kNextRowFirstRows rows, in batches of at least
+// kNextRowFirstMinWaves rows per multiprocessor. H100 (132
+// multiprocessors, 580.159.04; bench/NOTES.md, v118), us, in turn -> next
+// row first: f16 (1, 32, 2048, 2048) at 64 x 8 196.8 -> 192.7, (1, 8,
+// 4096, 4096) at 128 x 8 204.2 -> 198.7 (bf16 206.5 -> 198.7); f16 rows of
+// 2048 in smaller batches: (1, 16, 2048, 2048) 102.3 -> 100.1, (1, 8,
+// 2048, 2048) 54.2 -> 53.1, (1, 4, 2048, 2048) 31.1 -> 30.4 (62 rows a
+// multiprocessor), but (1, 1, 2048, 2048) 7.60 -> 7.71 (15.5); bf16 rows
+// of 2048 at 128 x 4 (4 slots) level (191.5 -> 192.0). Four rows a
+// workgroup were slower than two (200.4 and 209.8 against 192.7 and
+// 198.8).
+constexpr uint32_t kNextRowFirstMinSlots = 8;
+constexpr uint64_t kNextRowFirstRows = 2;
+constexpr double kNextRowFirstMinWaves = 60.0;
 // A workgroup holds rows up to 32 floats per invocation of its largest
 // size (32768 at 1024: half an NVIDIA SM's register file); longer rows
 // take the split path.

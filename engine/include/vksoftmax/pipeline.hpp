@@ -86,6 +86,10 @@ struct PipelineKey {
     // TILE_LOADS_TOGETHER: an attention module's subgroup rows issue a
     // tile's loads together (tile_loads_rule()).
     bool tile_loads_together = false;
+    // NEXT_ROW_FIRST: an attention module's workgroup rows fetch the next
+    // row before reducing the current one (row_fetch_rule(); the plan's
+    // grid gives each workgroup kNextRowFirstRows rows or more).
+    bool next_row_first = false;
     // The backward pass's modules (softmax_backward.comp): the same kinds,
     // bindings 0 y, 1 dx, 2 workspace, 3 dy, 4 each row's sink gradient
     // (written with `sinks`: the forward had sinks).
