@@ -96,7 +96,9 @@ bool next_row_first() {
     if (!NEXT_ROW_FIRST || (MASK != MASK_F16 && MASK != MASK_BF16)) return false;
     return VEC == 8u && !ODD_ROWS && !CAUSAL && !SUBGROUP_ROWS;
 }
-uvec4 next_x[SLOTS];     // pairs of slots: entry j / 2 of each is used
+// One 16-byte word a pair of slots: entries 0 .. SLOTS / 2 - 1 are used
+// (sized SLOTS as in the build that was timed; SLOTS / 2 was not).
+uvec4 next_x[SLOTS];
 uvec4 next_mask[SLOTS];
 // Issues the loads of a row of whole 16-byte vectors that fits one tile
 // (a vector past the row's end reads the row's first and is not used).
