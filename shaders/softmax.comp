@@ -88,7 +88,10 @@ void write_row_one_exchange(uint r, Span row, uint lanes, uint lane) {
 // does; the words wait in registers of their own (NVIDIA 580.159.04: 72
 // a workgroup of 64 x 8, against 55). H100, us: f16 (1, 32, 2048, 2048)
 // 196.9 -> 192.7, (1, 8, 4096, 4096) 204.2 -> 198.8 (bf16 206.6 -> 198.7);
-// four rows a workgroup slower than two (bench/NOTES.md, v118).
+// four rows a workgroup slower than two (bench/NOTES.md, v118). H200 (the
+// H100's multiprocessors, a copy 40% faster: more bytes must be in flight
+// to reach it): f16 (1, 32, 2048, 2048) 162.8 -> 144.7, (1, 8, 4096, 4096)
+// 176.0 -> 152.6, bf16 177.8 -> 156.7 (v120).
 layout(constant_id = SPEC_ID_NEXT_ROW_FIRST) const bool NEXT_ROW_FIRST = false;
 // Read through this function (glslang 12 emits a specialization constant's
 // operation in the first function body that reads it).
