@@ -140,16 +140,15 @@ struct TileLoadsRule {
 TileLoadsRule tile_loads_rule(const DeviceInfo& device, TileLoads t = TileLoads::automatic);
 
 // How masked 16-bit attention rows held by a workgroup fetch their rows:
-// in_turn (a workgroup reads a row, reduces it and writes it, then takes
-// the next) or next_row_first (each workgroup takes two rows or more and
-// issues the next row's loads of x and of its mask before it reduces the
-// current one, so that they are in flight while it does), which NVIDIA's
-// driver runs 2-4% faster on an H100 and 11-13% faster on an H200 on rows
-// of 8 slots or more (bench/NOTES.md, v118, v120). automatic:
-// next_row_first on the drivers where it was measured
-// (engine/src/row_fetch_rule.cpp), in_turn elsewhere; either way only
-// for rows the plan finds it fits (fetches_next_row_first() in plan.cpp),
-// and next_row_first there on every device (tests, conformance).
+// in_turn (a workgroup reads a row, reduces it and writes it, then takes the
+// next) or next_row_first (each workgroup takes two rows or more and issues
+// the next row's loads of x and of its mask before it reduces the current one,
+// so that they are in flight while it does), which NVIDIA's driver runs 2-4%
+// faster on an H100 and 11-13% faster on an H200 on rows of 8 slots or more
+// (bench/NOTES.md, v118, v120). automatic: next_row_first on the drivers where
+// it was measured (engine/src/row_fetch_rule.cpp), in_turn elsewhere; either
+// way only for rows the plan finds it fits (fetches_next_row_first() in
+// plan.cpp), and next_row_first there on every device (tests, conformance).
 enum class RowFetch { automatic, in_turn, next_row_first };
 const char* row_fetch_name(RowFetch f);
 
