@@ -234,13 +234,14 @@ nlohmann::json stress_first(const ConformanceArgs& a, const std::string& selecto
 }
 
 // What each per-driver rule chose on `d` under `rules`, and why: the
-// report's "nonfinite", "subgroup_max" (for single rows), "tile_loads" and
-// "row_fetch".
+// report's "nonfinite", "subgroup_max" (for single rows), "tile_loads",
+// "row_fetch" and "row_shares".
 nlohmann::json rules_report(const DeviceInfo& d, const DriverRules& rules) {
     const NonfiniteRule nonfinite = nonfinite_rule(d, rules.nonfinite);
     const SubgroupMaxRule single_row_max = subgroup_max_rule(d, 1, rules.subgroup_max);
     const TileLoadsRule tile_loads = tile_loads_rule(d, rules.tile_loads);
     const RowFetchRule row_fetch = row_fetch_rule(d, rules.row_fetch);
+    const RowSharesRule row_shares = row_shares_rule(d, rules.row_shares);
     return {{"nonfinite",
              {{"check", nonfinite_check_name(rules.nonfinite)},
               {"by_sum", nonfinite.by_sum},
@@ -256,7 +257,11 @@ nlohmann::json rules_report(const DeviceInfo& d, const DriverRules& rules) {
             {"row_fetch",
              {{"choice", row_fetch_name(rules.row_fetch)},
               {"next_row_first", row_fetch.next_row_first},
-              {"reason", row_fetch.reason}}}};
+              {"reason", row_fetch.reason}}},
+            {"row_shares",
+             {{"choice", row_shares_name(rules.row_shares)},
+              {"shared", row_shares.shared},
+              {"reason", row_shares.reason}}}};
 }
 
 // The catalogue on one device: its table on stdout, its part of the report.

@@ -39,7 +39,14 @@ constexpr RuleOption kRowFetchOption{
     "drivers where it was measured faster, else in-turn), in-turn (a row at a time), next-row-first (the next row's "
     "loads issued before the current row is reduced, wherever the plan finds the rows fit it)"};
 
-constexpr RuleOption kRuleOptions[] = {kNonfiniteOption, kSubgroupMaxOption, kTileLoadsOption, kRowFetchOption};
+constexpr RuleOption kRowSharesOption{
+    "--row-shares", &DriverRuleArgs::row_shares,
+    "How plain rows of 8193-16384 elements in batches of up to 16 are held: automatic (default: shared on the "
+    "drivers where it was measured faster, else whole), whole (one workgroup a row, or the single-pass path), shared "
+    "(several workgroups a row, each reading it whole and writing its share)"};
+
+constexpr RuleOption kRuleOptions[] = {kNonfiniteOption, kSubgroupMaxOption, kTileLoadsOption, kRowFetchOption,
+                                       kRowSharesOption};
 
 }  // namespace
 
@@ -52,11 +59,13 @@ DriverRules parse_driver_rules(const DriverRuleArgs& args) {
     constexpr SubgroupMax maxima[] = {SubgroupMax::automatic, SubgroupMax::float_max, SubgroupMax::integer_keys};
     constexpr TileLoads loads[] = {TileLoads::automatic, TileLoads::in_branches, TileLoads::together};
     constexpr RowFetch fetches[] = {RowFetch::automatic, RowFetch::in_turn, RowFetch::next_row_first};
+    constexpr RowShares shares[] = {RowShares::automatic, RowShares::whole, RowShares::shared};
     DriverRules rules;
     rules.nonfinite = parse_choice(kNonfiniteOption.name, args.nonfinite, checks, nonfinite_check_name);
     rules.subgroup_max = parse_choice(kSubgroupMaxOption.name, args.subgroup_max, maxima, subgroup_max_name);
     rules.tile_loads = parse_choice(kTileLoadsOption.name, args.tile_loads, loads, tile_loads_name);
     rules.row_fetch = parse_choice(kRowFetchOption.name, args.row_fetch, fetches, row_fetch_name);
+    rules.row_shares = parse_choice(kRowSharesOption.name, args.row_shares, shares, row_shares_name);
     return rules;
 }
 

@@ -1,5 +1,5 @@
-// --nonfinite, --subgroup-max, --tile-loads and --row-fetch: the per-driver shader-form
-// rules' choices (DriverRules), taken alike by `bench` and `conformance`.
+// --nonfinite, --subgroup-max, --tile-loads, --row-fetch and --row-shares: the
+// per-driver shader-form rules' choices (DriverRules), taken alike by `bench` and `conformance`.
 #pragma once
 #include <CLI/CLI.hpp>
 
@@ -12,10 +12,10 @@ namespace vksoftmax::cli {
 
 // The options' words as given; empty: automatic.
 struct DriverRuleArgs {
-    std::string nonfinite, subgroup_max, tile_loads, row_fetch;
+    std::string nonfinite, subgroup_max, tile_loads, row_fetch, row_shares;
 };
 
-// Adds the four options to `sub`, writing into `args`, in the group of
+// Adds the five options to `sub`, writing into `args`, in the group of
 // `sub`'s option defaults.
 void add_driver_rule_options(CLI::App& sub, DriverRuleArgs& args);
 

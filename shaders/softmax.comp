@@ -227,8 +227,12 @@ void main() MAIN_ATTRIBUTES {
     // Grid-stride loops: the dispatch may be capped by
     // maxComputeWorkGroupCount, and the real subgroup count may differ
     // from the planned one.
-    uint first = gl_WorkGroupID.x * groups + group_index();
-    uint step = gl_NumWorkGroups.x * groups;
+    // WRITE_SHARES consecutive workgroups hold the same rows, a share each
+    // (write_tile()); the plan's grid is a multiple of it.
+    uint shares = KIND == KIND_ROW_IN_REGISTERS ? WRITE_SHARES : 1u;
+    write_share = gl_WorkGroupID.x % shares;
+    uint first = (gl_WorkGroupID.x / shares) * groups + group_index();
+    uint step = (gl_NumWorkGroups.x / shares) * groups;
 
     // KIND_ROWS_PER_SLOT needs rows within a slot of the real subgroup; with
     // a smaller one than planned (a driver that cannot pin the size) it takes

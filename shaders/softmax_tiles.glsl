@@ -442,6 +442,21 @@ const bool UNROLL_ODD_WRITES = false;
 #endif
 bool unroll_odd_writes() { return UNROLL_ODD_WRITES; }
 
+// WRITE_SHARES workgroups hold each row (KIND_ROW_IN_REGISTERS alone):
+// every one reads the whole row and takes its statistic, and writes only
+// its share of the outputs, the stores (16-byte pairs of 16-bit slots,
+// else slots) u with u % WRITE_SHARES == the workgroup's share. No
+// workgroup waits on another, where the single-pass path's handshake
+// costs 1.7 us over the floor before a row has any size (bench/NOTES.md,
+// v117); the row is read WRITE_SHARES times, from L2 after the first. For
+// rows of 8193-16384 elements in batches of up to 16 rows on an H100,
+// 5-13% faster than one workgroup a row or the single-pass path (v124).
+// A share past the last store writes nothing; the stores are covered
+// whatever the slot count.
+layout(constant_id = SPEC_ID_WRITE_SHARES) const uint WRITE_SHARES = 1u;
+uint write_share = 0u;  // this workgroup's share (main())
+bool writes_store(uint store) { return WRITE_SHARES == 1u || store % WRITE_SHARES == write_share; }
+
 // Writes the tile held in the slots given the row's statistic. With 16-byte
 // fp16 accesses every output is computed (into the slots) before the first
 // store: computing each store's outputs just before it made those rows
@@ -455,14 +470,14 @@ void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bo
         UNROLL_SLOTS for (uint j = 0u; j < SLOTS; ++j) slots[j] = slot_output(j, s, exps, inv_d, log_d, bad);
         UNROLL_SLOTS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
             uint i = tile_vector(tile_begin, j >> 1, lanes, lane);
-            if (whole_vector(row, i) && i < row.end) store8((row.base + i) >> 3, slots[j], slots[j + 1u]);
+            if (writes_store(j >> 1) && whole_vector(row, i) && i < row.end) store8((row.base + i) >> 3, slots[j], slots[j + 1u]);
         }
         // An ODD_ROWS span's head and tail after its whole vectors, as
         // load_tile() reads them.
         if (ODD_ROWS) {
             UNROLL_SLOTS for (uint j = 0u; j + 1u < SLOTS; j += 2u) {
                 uint i = tile_vector(tile_begin, j >> 1, lanes, lane);
-                if (!whole_vector(row, i) && i < row.end) {
+                if (writes_store(j >> 1) && !whole_vector(row, i) && i < row.end) {
                     store_part(row, i, slots[j]);
                     store_part(row, i + 4u, slots[j + 1u]);
                 }
@@ -470,9 +485,10 @@ void write_tile(Span row, uint tile_begin, uint lanes, uint lane, VksmStat s, bo
         }
     } else if (unroll_odd_writes()) {
         UNROLL_ODD_WRITE_LOOP for (uint j = 0u; j < SLOTS; ++j)
-            write_slot(row, tile_begin, j, lanes, lane, j, s, exps, inv_d, log_d, bad);
+            if (writes_store(j)) write_slot(row, tile_begin, j, lanes, lane, j, s, exps, inv_d, log_d, bad);
     } else {
-        for (uint j = 0u; j < SLOTS; ++j) write_slot(row, tile_begin, j, lanes, lane, j, s, exps, inv_d, log_d, bad);
+        for (uint j = 0u; j < SLOTS; ++j)
+            if (writes_store(j)) write_slot(row, tile_begin, j, lanes, lane, j, s, exps, inv_d, log_d, bad);
     }
 }
 

@@ -42,8 +42,10 @@
 #define SPEC_ID_REREAD_GRADIENT 24
 // softmax.comp, attention modules.
 #define SPEC_ID_NEXT_ROW_FIRST 25
+// softmax_tiles.glsl (KIND_ROW_IN_REGISTERS in softmax.comp).
+#define SPEC_ID_WRITE_SHARES 26
 // How many ids the softmax modules' list has.
-#define SPEC_ID_COUNT 26
+#define SPEC_ID_COUNT 27
 
 // copy.comp: the workgroup size (SPEC_ID_WORKGROUP_SIZE) and which pass.
 #define SPEC_ID_COPY_MODE 1

@@ -1,4 +1,5 @@
-// --nonfinite, --subgroup-max, --tile-loads and --row-fetch: parsed into DriverRules,
+// --nonfinite, --subgroup-max, --tile-loads, --row-fetch and --row-shares: parsed into
+// DriverRules,
 // and written back as the words a child process parses the same way
 // (conformance's stress case runs in one).
 #include <gtest/gtest.h>
@@ -11,7 +12,7 @@
 namespace vksoftmax::cli {
 namespace {
 
-// `words` parsed by a command that has the four options.
+// `words` parsed by a command that has the five options.
 DriverRules parsed(std::vector<std::string> words) {
     CLI::App app;
     DriverRuleArgs args;
@@ -22,16 +23,18 @@ DriverRules parsed(std::vector<std::string> words) {
 }
 
 TEST(DriverRuleOptions, ForcedChoicesSurviveTheWayToAChildProcess) {
-    DriverRuleArgs given{"by-sum", "integer-keys", "together", "next-row-first"};
+    DriverRuleArgs given{"by-sum", "integer-keys", "together", "next-row-first", "shared"};
     const std::vector<std::string> words = driver_rule_arguments(given);
-    const std::vector<std::string> expected = {"--nonfinite", "by-sum", "--subgroup-max", "integer-keys",
-                                               "--tile-loads", "together", "--row-fetch", "next-row-first"};
+    const std::vector<std::string> expected = {"--nonfinite",   "by-sum",         "--subgroup-max", "integer-keys",
+                                               "--tile-loads",  "together",       "--row-fetch",    "next-row-first",
+                                               "--row-shares",  "shared"};
     EXPECT_EQ(words, expected) << "the words a child process is given";
     const DriverRules rules = parsed(words);
     EXPECT_EQ(rules.nonfinite, NonfiniteCheck::by_sum) << "--nonfinite in the child";
     EXPECT_EQ(rules.subgroup_max, SubgroupMax::integer_keys) << "--subgroup-max in the child";
     EXPECT_EQ(rules.tile_loads, TileLoads::together) << "--tile-loads in the child";
     EXPECT_EQ(rules.row_fetch, RowFetch::next_row_first) << "--row-fetch in the child";
+    EXPECT_EQ(rules.row_shares, RowShares::shared) << "--row-shares in the child";
 }
 
 TEST(DriverRuleOptions, AutomaticChoicesAddNoWords) {
@@ -44,6 +47,7 @@ TEST(DriverRuleOptions, AutomaticChoicesAddNoWords) {
     EXPECT_EQ(rules.nonfinite, NonfiniteCheck::automatic) << "--nonfinite not given";
     EXPECT_EQ(rules.tile_loads, TileLoads::in_branches) << "--tile-loads in the child";
     EXPECT_EQ(rules.row_fetch, RowFetch::automatic) << "--row-fetch not given";
+    EXPECT_EQ(rules.row_shares, RowShares::automatic) << "--row-shares not given";
 }
 
 }  // namespace

@@ -381,6 +381,48 @@ TEST_F(Gpu, Bf16OnEveryPath) {
     }
 }
 
+// Rows held by several workgroups (RowShares::shared), each reading the
+// whole row and writing its share of the outputs: every output of random
+// rows (0 only where the reference is, so a share left unwritten shows)
+// matches the reference within the type's bound, and a row with a NaN,
+// one with +inf and one all -inf give the reference's non-finite outputs,
+// fp32 at 8 shares and 16-bit at 4, softmax and log-softmax.
+TEST_F(Gpu, SharedRows) {
+    struct Rows {
+        uint64_t rows, cols;
+        Dtype dtype;
+        bool log;
+    };
+    PlanOptions o;
+    o.rules.row_shares = RowShares::shared;
+    for (const Rows& r : {Rows{5, 16384, Dtype::f32, false}, Rows{5, 8196, Dtype::f32, true},
+                          Rows{5, 12288, Dtype::f16, false}, Rows{5, 16384, Dtype::bf16, true}}) {
+        const Problem p = rows_of(r.rows, r.cols, r.dtype, r.log);
+        auto x = random_logits(p.shape.elements(), fresh_seed());
+        x[1 * r.cols + 7] = kNaN;
+        x[2 * r.cols + r.cols - 1] = kInf;
+        for (uint64_t i = 0; i < r.cols; ++i) x[3 * r.cols + i] = -kInf;
+        const Outcome out = run_and_compare(p, x, o);
+        ASSERT_GT(out.plan.key[0].write_shares, 1u) << describe(p, o) << ": " << out.plan.key[0].id();
+        const Bound b = accuracy_bound(p.dtype, p.log);
+        EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(p, o) << ": " << out.acc.describe();
+        for (uint64_t row : {uint64_t{0}, r.rows - 1})
+            for (uint64_t i = 0; i < r.cols; ++i) {
+                const uint64_t at = row * r.cols + i;
+                ASSERT_TRUE(std::isfinite(out.got[at]) && (out.got[at] != 0.0 || out.ref[at] == 0.0))
+                    << describe(p, o) << ": random row " << row << ", element " << i << " is " << out.got[at]
+                    << " (reference " << out.ref[at] << "): a share left unwritten?";
+            }
+        for (uint64_t row : {uint64_t{1}, uint64_t{2}, uint64_t{3}})
+            for (uint64_t i = 0; i < r.cols; ++i) {
+                const uint64_t at = row * r.cols + i;
+                const bool same = std::isnan(out.ref[at]) ? std::isnan(out.got[at]) : out.got[at] == out.ref[at];
+                ASSERT_TRUE(same) << describe(p, o) << ": row " << row << " (1 a NaN, 2 +inf, 3 all -inf), element "
+                                  << i << ": " << out.got[at] << ", reference " << out.ref[at];
+            }
+    }
+}
+
 // The access width the plan picks: 16 bytes wherever rows are contiguous
 // (4097: the body in vectors, head and tail element by element), and never
 // 8-element fp16 accesses with an odd slot count (they fill slot pairs; the

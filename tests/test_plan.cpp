@@ -1153,6 +1153,24 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForHeldRows) {
     }
 }
 
+// A per-driver rule (`rule`, whose `field` says whether it takes its
+// form): taken on NVIDIA's driver, with a reason that names it; not on
+// llvmpipe, whose reason says it was not measured; `on` forces it there
+// and `off` leaves it out on NVIDIA's.
+template <class Rule, class Choice>
+void expect_nvidia_rule(const DeviceInfo& nv, Rule (*rule)(const DeviceInfo&, Choice), bool Rule::*field, Choice on,
+                        Choice off) {
+    const Rule nvidia = rule(nv, Choice::automatic);
+    EXPECT_TRUE(nvidia.*field) << nvidia.reason;
+    EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
+    const DeviceInfo llvmpipe = as_llvmpipe(nv);
+    const Rule other = rule(llvmpipe, Choice::automatic);
+    EXPECT_FALSE(other.*field) << other.reason;
+    EXPECT_NE(other.reason.find("not measured"), std::string::npos) << other.reason;
+    EXPECT_TRUE(rule(llvmpipe, on).*field) << "forced on llvmpipe: " << rule(llvmpipe, on).reason;
+    EXPECT_FALSE(rule(nv, off).*field) << "forced off on NVIDIA's driver: " << rule(nv, off).reason;
+}
+
 // Attention subgroup rows load a tile's vectors together on NVIDIA's
 // driver, where it was measured faster, and in a branch each elsewhere
 // (lavapipe compiles that form faster); the option forces either form.
@@ -1161,15 +1179,8 @@ TEST(Plan, SubgroupMaxOnIntegerKeysForHeldRows) {
 // attention module) never take the flag, forced or not.
 TEST(Plan, TileLoadsTogetherOnNvidiaAttentionSubgroupRows) {
     const DeviceInfo nv = h200();
-    const TileLoadsRule nvidia = tile_loads_rule(nv);
-    EXPECT_TRUE(nvidia.together);
-    EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
+    expect_nvidia_rule(nv, tile_loads_rule, &TileLoadsRule::together, TileLoads::together, TileLoads::in_branches);
     const DeviceInfo llvmpipe = as_llvmpipe(nv);
-    const TileLoadsRule other = tile_loads_rule(llvmpipe);
-    EXPECT_FALSE(other.together);
-    EXPECT_NE(other.reason.find("not measured"), std::string::npos) << other.reason;
-    EXPECT_TRUE(tile_loads_rule(llvmpipe, TileLoads::together).together);
-    EXPECT_FALSE(tile_loads_rule(nv, TileLoads::in_branches).together);
 
     PlanOptions together, in_branches;
     together.rules.tile_loads = TileLoads::together;
@@ -1208,15 +1219,8 @@ TEST(Plan, TileLoadsTogetherOnNvidiaAttentionSubgroupRows) {
 // x 4), a mask per head, causal rows, fp32 rows, the backward pass.
 TEST(Plan, NextRowFirstForMaskedHalfWorkgroupRowsOnNvidia) {
     const DeviceInfo nv = counted_h100();
-    const RowFetchRule nvidia = row_fetch_rule(nv);
-    EXPECT_TRUE(nvidia.next_row_first);
-    EXPECT_NE(nvidia.reason.find("NVIDIA"), std::string::npos) << nvidia.reason;
+    expect_nvidia_rule(nv, row_fetch_rule, &RowFetchRule::next_row_first, RowFetch::next_row_first, RowFetch::in_turn);
     const DeviceInfo llvmpipe = as_llvmpipe(nv);
-    const RowFetchRule other = row_fetch_rule(llvmpipe);
-    EXPECT_FALSE(other.next_row_first);
-    EXPECT_NE(other.reason.find("not measured"), std::string::npos) << other.reason;
-    EXPECT_TRUE(row_fetch_rule(llvmpipe, RowFetch::next_row_first).next_row_first);
-    EXPECT_FALSE(row_fetch_rule(nv, RowFetch::in_turn).next_row_first);
 
     PlanOptions next_first, in_turn;
     next_first.rules.row_fetch = RowFetch::next_row_first;
@@ -1260,6 +1264,73 @@ TEST(Plan, NextRowFirstForMaskedHalfWorkgroupRowsOnNvidia) {
         EXPECT_FALSE(plan.key[0].next_row_first) << what(p) << " forced: " << plan.key[0].id();
         EXPECT_EQ(plan.groups, p.shape.rows()) << what(p) << " forced: a row a workgroup";
     }
+}
+
+// Plain rows of 8193-16384 elements, a multiple of 4, in batches of up to
+// 16 are shared on NVIDIA's driver, where it was measured faster: 8
+// workgroups of 256 a fp32 row, 4 a 16-bit one, each reading the whole
+// row, the grid rows x shares. Whole elsewhere and unless the rows fit:
+// rows of 8192 or 16388, odd rows, 17 rows, attention options, the
+// backward pass, rows along an inner axis.
+TEST(Plan, SharedRowsOnNvidia) {
+    const DeviceInfo nv = counted_h100();
+    expect_nvidia_rule(nv, row_shares_rule, &RowSharesRule::shared, RowShares::shared, RowShares::whole);
+    const DeviceInfo llvmpipe = as_llvmpipe(nv);
+
+    PlanOptions shared, whole;
+    shared.rules.row_shares = RowShares::shared;
+    whole.rules.row_shares = RowShares::whole;
+    struct Case {
+        uint64_t rows, axis;
+        Dtype dtype;
+        uint32_t shares, slots;
+    };
+    for (const Case& c : {Case{1, 16384, Dtype::f32, 8, 16}, Case{16, 16384, Dtype::f32, 8, 16},
+                          Case{1, 12288, Dtype::f32, 8, 12}, Case{4, 8196, Dtype::f32, 8, 9},
+                          Case{1, 16384, Dtype::f16, 4, 16}, Case{16, 12288, Dtype::bf16, 4, 12}}) {
+        Problem p = rows_of(c.rows, c.axis, c.dtype);
+        for (bool log : {false, true}) {
+            p.log = log;
+            const Plan plan = plan_geometry(nv, p);
+            ASSERT_EQ(plan.path, Path::workgroup_row) << what(p) << ": " << plan.key[0].id();
+            EXPECT_EQ(plan.key[0].kind, ShaderKind::row_in_registers) << what(p) << ": " << plan.key[0].id();
+            EXPECT_EQ(plan.key[0].write_shares, c.shares) << what(p) << ": " << plan.key[0].id();
+            EXPECT_NE(plan.key[0].id().find("/shares" + std::to_string(c.shares)), std::string::npos) << plan.key[0].id();
+            EXPECT_EQ(plan.key[0].workgroup_size, 256u) << what(p) << ": " << plan.key[0].id();
+            EXPECT_EQ(plan.key[0].slots, c.slots) << what(p) << ": " << plan.key[0].id();
+            EXPECT_EQ(plan.groups, c.rows * c.shares) << what(p) << ": a workgroup a share";
+            const Plan kept = plan_geometry(nv, p, whole);
+            EXPECT_EQ(kept.key[0].write_shares, 1u) << what(p) << " forced whole: " << kept.key[0].id();
+            EXPECT_EQ(plan_geometry(llvmpipe, p).key[0].write_shares, 1u) << what(p) << " on llvmpipe";
+            const Plan forced = plan_geometry(llvmpipe, p, shared);
+            EXPECT_EQ(forced.key[0].write_shares, c.shares) << what(p) << " forced on llvmpipe: " << forced.key[0].id();
+            EXPECT_EQ(forced.groups, c.rows * c.shares) << what(p) << " forced on llvmpipe";
+        }
+    }
+
+    Problem backward = rows_of(1, 16384, Dtype::f32);
+    backward.backward = true;
+    Problem causal = rows_of(1, 16384, Dtype::f16);
+    causal.attention.causal = true;
+    causal.attention.query_rows = 1;
+    Problem inner = rows_of(1, 16384, Dtype::f32);
+    inner.shape = Shape{1, 16384, 2};
+    for (const Problem& p : {rows_of(1, 8192, Dtype::f32), rows_of(1, 16388, Dtype::f32), rows_of(1, 16383, Dtype::f16),
+                             rows_of(1, 12290, Dtype::f32), rows_of(17, 16384, Dtype::f32), backward, causal, inner}) {
+        const Plan plan = plan_geometry(nv, p, shared);
+        EXPECT_EQ(plan.key[0].write_shares, 1u) << what(p) << " forced: " << plan.key[0].id();
+        EXPECT_EQ(plan.key[0].id().find("/shares"), std::string::npos) << what(p) << " forced: " << plan.key[0].id();
+    }
+    // A forced geometry whose tile is shorter than the row holds it in
+    // tiles, a workgroup a row.
+    PlanOptions short_tile = shared;
+    short_tile.workgroup_size = 256;
+    short_tile.slots = 4;
+    const Problem p = rows_of(2, 16384, Dtype::f32);
+    const Plan tiles = plan_geometry(nv, p, short_tile);
+    EXPECT_EQ(tiles.key[0].kind, ShaderKind::row_in_tiles) << tiles.key[0].id();
+    EXPECT_EQ(tiles.key[0].write_shares, 1u) << tiles.key[0].id();
+    EXPECT_EQ(tiles.groups, 2u) << "rows in tiles: a workgroup a row";
 }
 
 // The rule for the single-pass path: the memory model first, then what
@@ -1376,7 +1447,8 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 // workgroups a multiprocessor for held chunks of 8192 in fp32 and in 16-bit
 // batches); shorter or smaller rows, rows of two chunks, rows whose wave
 // would take longer chunks, larger grids, strided rows and devices without
-// the rule keep the workgroup row.
+// the rule keep the workgroup row, and so do the rows shared by several
+// workgroups (fp32 rows of 16384 in batches of up to 16).
 TEST(Plan, ShortRowsSpreadOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     expect_paths(h100, {
@@ -1386,9 +1458,9 @@ TEST(Plan, ShortRowsSpreadOverOneWave) {
         {1, 24576, Dtype::f16, Path::single_pass},
         {2, 32768, Dtype::f32, Path::single_pass},
         {32, 32768, Dtype::f16, Path::single_pass},    // 128 chunks of 8192
-        {1, 16384, Dtype::f32, Path::single_pass},     // 4 chunks of 4096 (64 KB rows)
-        {8, 16384, Dtype::f32, Path::single_pass},
-        {16, 16384, Dtype::f32, Path::single_pass},
+        {1, 16384, Dtype::f32, Path::workgroup_row},   // shared (SharedRowsOnNvidia), not spread
+        {8, 16384, Dtype::f32, Path::workgroup_row},
+        {16, 16384, Dtype::f32, Path::workgroup_row},
         {32, 16384, Dtype::f32, Path::workgroup_row},  // two chunks of 8192 a row
         {64, 16384, Dtype::f32, Path::workgroup_row},
         {1, 12288, Dtype::f16, Path::workgroup_row},   // under 16384 elements (fp32: ShortRowsInSmallChunks)

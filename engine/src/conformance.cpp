@@ -288,7 +288,7 @@ std::vector<Case> catalogue(const Context& ctx, bool quick) {
     std::vector<uint64_t> lengths = {1, 7, 32, 33, 129, 1000, 4097, 65537};
     if (!quick)
         lengths.insert(lengths.end(),
-                       {2, 3, 31, 63, 65, 127, 255, 257, 8191, 8193, 40000, 131071, (1u << 20) + 1});
+                       {2, 3, 31, 63, 65, 127, 255, 257, 8191, 8193, 12288, 40000, 131071, (1u << 20) + 1});
     std::vector<Case> cases;
     for (Dtype dt : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
         if (dtype_size(dt) == 2 && !ctx.info().storage_16bit) continue;

@@ -1,6 +1,7 @@
 // A rule's table of the drivers on which a choice was measured and
 // checked, each with the reason its reports give (nonfinite_rule(),
-// subgroup_max_rule(), tile_loads_rule(), row_fetch_rule()).
+// subgroup_max_rule(), tile_loads_rule(), row_fetch_rule(),
+// row_shares_rule()).
 #pragma once
 #include <vulkan/vulkan.h>
 

@@ -49,7 +49,8 @@ std::string PipelineKey::id() const {
                       : "") +
            (backward ? std::string("/backward") + (sinks ? "/sinks" : "") + (reread_gradient ? "/reread-dy" : "") : "") +
            (nonfinite_by_sum ? "/by-sum" : "") +
-           (subgroup_max_by_key ? "/max-by-key" : "");
+           (subgroup_max_by_key ? "/max-by-key" : "") +
+           (write_shares > 1 ? "/shares" + std::to_string(write_shares) : "");
 }
 
 // The backward modules declare the whole block: their sink gradient is
@@ -79,7 +80,7 @@ SpecializationValues copy_specialization(const PipelineKey& key) {
 
 // The last id below fills the list (ctest spirv_val checks that no module
 // declares an id past it).
-static_assert(SPEC_ID_NEXT_ROW_FIRST + 1 == SPEC_ID_COUNT, "a specialization id the engine does not fill");
+static_assert(SPEC_ID_WRITE_SHARES + 1 == SPEC_ID_COUNT, "a specialization id the engine does not fill");
 
 SpecializationValues softmax_specialization(const PipelineKey& key) {
     std::vector<uint32_t> values(SPEC_ID_COUNT);
@@ -109,6 +110,7 @@ SpecializationValues softmax_specialization(const PipelineKey& key) {
     values[SPEC_ID_TILE_LOADS_TOGETHER] = key.tile_loads_together;
     values[SPEC_ID_REREAD_GRADIENT] = key.reread_gradient;
     values[SPEC_ID_NEXT_ROW_FIRST] = key.next_row_first;
+    values[SPEC_ID_WRITE_SHARES] = key.write_shares;
     return {values, {}};
 }
 

@@ -339,6 +339,20 @@ const char* row_order_name(RowOrder order) {
 
 namespace {
 
+// The workgroups that hold each row (WRITE_SHARES, row_shares_rule()):
+// kSharedRowShares (16-bit: kSharedRowShares16) for contiguous plain
+// forward rows of kSharedRowMin-kSharedRowMax elements, a multiple of 4,
+// in batches of at most kSharedRowsMax rows, where the rule shares them
+// and a workgroup of kSharedRowWorkgroup holds such a row; else 1.
+uint32_t row_write_shares(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
+    const uint64_t axis = problem.shape.axis;
+    if (!plain_forward(problem) || problem.shape.inner != 1 || axis % 4 != 0) return 1;
+    if (axis < kSharedRowMin || axis > kSharedRowMax || problem.shape.rows() > kSharedRowsMax) return 1;
+    if (!workgroup_fits(l, kSharedRowWorkgroup) || axis > 4ull * kMaxSlots * kSharedRowWorkgroup) return 1;
+    if (!row_shares_rule(d, options.rules.row_shares).shared) return 1;
+    return problem.dtype == Dtype::f32 ? kSharedRowShares : kSharedRowShares16;
+}
+
 Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     if (options.path) {
         if (*options.path == Path::subgroup_row && !l.subgroup_reduction)
@@ -352,8 +366,10 @@ Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions&
     if (l.subgroup_reduction &&
         row_window(problem, Path::subgroup_row, l) <= 4ull * kSubgroupRowSlots * l.subgroup_size)
         return Path::subgroup_row;
-    if (workgroup_holds_row(problem, l))
+    if (workgroup_holds_row(problem, l)) {
+        if (row_write_shares(d, problem, options, l) > 1) return Path::workgroup_row;
         return spread_short_rows(d, problem, options, l) ? Path::single_pass : Path::workgroup_row;
+    }
     const SinglePassRule rule = single_pass_rule(d, options.single_pass);
     if (!rule.allowed) return Path::split;
     if (rule.resident_batches_only &&
@@ -746,6 +762,17 @@ bool rereads_gradient(const Problem& problem, const PipelineKey& key) {
            key.workgroup_size >= kBackwardRereadGradientWorkgroup;
 }
 
+// A workgroup row's rows held by row_write_shares() workgroups each, at
+// kSharedRowWorkgroup invocations: the grid counts every share.
+void share_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l, Geometry& g) {
+    const uint32_t shares = row_write_shares(d, problem, options, l);
+    if (shares == 1) return;
+    g.workgroup_size = kSharedRowWorkgroup;
+    g.slots = slots_holding_row(problem, Path::workgroup_row, l, kSharedRowWorkgroup, kMaxSlots);
+    g.write_shares = shares;
+    g.items = problem.shape.rows() * shares;
+}
+
 // Whether pass 0 of a plan fetches each workgroup's next row before it
 // reduces the current one (NEXT_ROW_FIRST, row_fetch_rule()): forward
 // attention rows held whole in the registers of a workgroup (not a
@@ -794,6 +821,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
                  : path == Path::workgroup_row ? plan_workgroup_row(range, l)
                  : path == Path::single_pass   ? plan_single_pass(range, options, l)
                                                : plan_split(range, options, l);
+    if (path == Path::workgroup_row) share_rows(d, range, options, l, g);
     apply_overrides(g, range, options, l, path, slot_rows);
     if (path == Path::single_pass) fit_loop_iterations(g, range, l, single_pass_patience(d, options));
 
@@ -805,6 +833,12 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows(problem, path, g, l, slot_rows));
         plan.key[p].reread_gradient = rereads_gradient(problem, plan.key[p]);
     }
+    // Shares hold rows in registers alone (a forced geometry may cut the
+    // tile below the row).
+    if (g.write_shares > 1 && plan.key[0].kind == ShaderKind::row_in_registers)
+        plan.key[0].write_shares = g.write_shares;
+    else if (g.write_shares > 1)
+        plan.groups = static_cast<uint32_t>(dispatch_grid(range.shape.rows(), d.max_workgroup_count[0]));
     if (plan.passes == 1 && fetches_next_row_first(d, options, range, l, plan.key[0])) {
         plan.key[0].next_row_first = true;
         plan.groups = static_cast<uint32_t>(dispatch_grid(div_up(g.items, kNextRowFirstRows), d.max_workgroup_count[0]));

@@ -50,6 +50,7 @@ struct Geometry {
     uint32_t chunks = 1, chunk = 0;  // split path: chunks per row, elements per chunk
     bool chunks_by_row = false;      // single-pass: each chunk the count's share of the row (fill_chunks())
     uint64_t workspace_bytes = 0;
+    uint32_t write_shares = 1;  // workgroups a row (WRITE_SHARES); items counts each
 };
 
 // The paths that cut rows into chunks (plan.cpp).

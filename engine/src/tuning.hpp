@@ -127,6 +127,29 @@ constexpr uint64_t kMaskedBf16RowMax = 4096;
 constexpr uint32_t kNextRowFirstMinSlots = 8;
 constexpr uint64_t kNextRowFirstRows = 2;
 constexpr double kNextRowFirstMinWaves = 60.0;
+// Plain forward rows of kSharedRowMin-kSharedRowMax elements, a multiple
+// of 4, in batches of at most kSharedRowsMax rows, are held by
+// kSharedRowShares (fp32) or kSharedRowShares16 (16-bit) workgroups of
+// kSharedRowWorkgroup each, every one reading the whole row and writing
+// its share (WRITE_SHARES), where the driver's rule says so
+// (row_shares_rule()). H100 (580.159.04; bench/NOTES.md, v124), us, the
+// plan before (single-pass for fp32 rows of 16384, a workgroup a row
+// otherwise) -> shares: f32 1x12288 4.47 -> 4.08 (4 shares; 8: 4.09),
+// 1x16384 4.93 -> 4.41, 8x16384 5.42 -> 4.84, 16x16384 5.43 -> 4.88 (4
+// shares), log-softmax 1x16384 5.03 -> 4.36; f16 1x12288 4.06 -> 4.01,
+// 1x16384 4.59 -> 4.31, 8x16384 4.75 -> 4.51, 16x16384 4.79 -> 4.53; bf16
+// 1x12288 4.27 -> 4.15, 8x16384 4.93 -> 4.69, 16x16384 5.01 -> 4.70. Not
+// past 16384 (f32 1x24576 at 512 x 12: 4.91 -> 5.20; 1x32768 4.93 -> 5.81,
+// where each workgroup reads 128 KiB), nor at 8192 (f16 1x8192 3.82 ->
+// 3.86; f32 8x8192 4.33 -> 4.31, 32x8192 4.48 -> 4.44 at 4 and 5.71 at 16
+// shares), nor odd rows (at 256 x 16 they read in 4-wide windows: f32
+// 1x16383 11.0 against 5.1 on the single-pass path).
+constexpr uint64_t kSharedRowMin = 8193;
+constexpr uint64_t kSharedRowMax = 16384;
+constexpr uint64_t kSharedRowsMax = 16;
+constexpr uint32_t kSharedRowWorkgroup = 256;
+constexpr uint32_t kSharedRowShares = 8;
+constexpr uint32_t kSharedRowShares16 = 4;
 // A workgroup holds rows up to 32 floats per invocation of its largest
 // size (32768 at 1024: half an NVIDIA SM's register file); longer rows
 // take the split path.

@@ -90,6 +90,10 @@ struct PipelineKey {
     // row before reducing the current one (row_fetch_rule(); the plan's
     // grid gives each workgroup kNextRowFirstRows rows or more).
     bool next_row_first = false;
+    // WRITE_SHARES: workgroups that hold each row of ShaderKind::
+    // row_in_registers, each reading it whole and writing its share of the
+    // outputs (row_shares_rule(); the plan's grid is rows x write_shares).
+    uint32_t write_shares = 1;
     // The backward pass's modules (softmax_backward.comp): the same kinds,
     // bindings 0 y, 1 dx, 2 workspace, 3 dy, 4 each row's sink gradient
     // (written with `sinks`: the forward had sinks).

@@ -160,6 +160,26 @@ struct RowFetchRule {
 };
 RowFetchRule row_fetch_rule(const DeviceInfo& device, RowFetch f = RowFetch::automatic);
 
+// How plain forward rows of 8193-16384 elements, in batches of up to 16,
+// are held: whole (one workgroup a row, or the single-pass path's chunks)
+// or shared (several workgroups a row, each reading the whole row and
+// taking its statistic, each writing its share of the outputs: no
+// workgroup waits on another, and the row is read once from memory and
+// again from L2), which NVIDIA's driver runs 5-13% faster on an H100
+// (bench/NOTES.md, v124). automatic: shared on the drivers where it was
+// measured (engine/src/row_shares_rule.cpp), whole elsewhere; either way
+// only for rows the plan finds it fits (row_write_shares() in plan.cpp),
+// and shared there on every device (tests, conformance).
+enum class RowShares { automatic, whole, shared };
+const char* row_shares_name(RowShares s);
+
+// Whether such rows on `device` are shared under `s`, and why.
+struct RowSharesRule {
+    bool shared = false;
+    std::string reason;
+};
+RowSharesRule row_shares_rule(const DeviceInfo& device, RowShares s = RowShares::automatic);
+
 // The choices given to the per-driver shader-form rules above, kept
 // together so that a caller (tests, conformance, bench) sets them once and
 // passes them on whole; automatic each: the rule's driver table decides.
@@ -168,6 +188,7 @@ struct DriverRules {
     SubgroupMax subgroup_max = SubgroupMax::automatic;
     TileLoads tile_loads = TileLoads::automatic;
     RowFetch row_fetch = RowFetch::automatic;
+    RowShares row_shares = RowShares::automatic;
 };
 
 struct PlanOptions {
