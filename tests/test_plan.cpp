@@ -1331,6 +1331,15 @@ TEST(Plan, SharedRowsOnNvidia) {
     EXPECT_EQ(tiles.key[0].kind, ShaderKind::row_in_tiles) << tiles.key[0].id();
     EXPECT_EQ(tiles.key[0].write_shares, 1u) << tiles.key[0].id();
     EXPECT_EQ(tiles.groups, 2u) << "rows in tiles: a workgroup a row";
+    // One whose tile still holds the row keeps the shares at its size.
+    PlanOptions wide_tile = shared;
+    wide_tile.workgroup_size = 512;
+    wide_tile.slots = 8;
+    const Plan wide = plan_geometry(nv, p, wide_tile);
+    EXPECT_EQ(wide.key[0].kind, ShaderKind::row_in_registers) << wide.key[0].id();
+    EXPECT_EQ(wide.key[0].workgroup_size, 512u) << wide.key[0].id();
+    EXPECT_EQ(wide.key[0].write_shares, 8u) << wide.key[0].id();
+    EXPECT_EQ(wide.groups, 16u) << "2 rows x 8 shares at a forced 512 x 8";
 }
 
 // The rule for the single-pass path: the memory model first, then what

@@ -762,13 +762,23 @@ bool rereads_gradient(const Problem& problem, const PipelineKey& key) {
            key.workgroup_size >= kBackwardRereadGradientWorkgroup;
 }
 
-// A workgroup row's rows held by row_write_shares() workgroups each, at
-// kSharedRowWorkgroup invocations: the grid counts every share.
-void share_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l, Geometry& g) {
-    const uint32_t shares = row_write_shares(d, problem, options, l);
-    if (shares == 1) return;
+// The geometry of a workgroup row that row_write_shares() shares:
+// kSharedRowWorkgroup invocations, slots enough for the row. A forced
+// geometry replaces it afterwards.
+void shared_row_geometry(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l,
+                         Geometry& g) {
+    if (row_write_shares(d, problem, options, l) == 1) return;
     g.workgroup_size = kSharedRowWorkgroup;
     g.slots = slots_holding_row(problem, Path::workgroup_row, l, kSharedRowWorkgroup, kMaxSlots);
+}
+
+// The shares of a workgroup row whose final tile holds the row in
+// registers (a forced geometry may cut it below the row, and the tiled
+// kind reads the row again for its writes): the grid counts every share.
+void share_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l,
+                Geometry& g) {
+    const uint32_t shares = row_write_shares(d, problem, options, l);
+    if (shares == 1 || long_rows(problem, Path::workgroup_row, g, l, false)) return;
     g.write_shares = shares;
     g.items = problem.shape.rows() * shares;
 }
@@ -821,8 +831,9 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
                  : path == Path::workgroup_row ? plan_workgroup_row(range, l)
                  : path == Path::single_pass   ? plan_single_pass(range, options, l)
                                                : plan_split(range, options, l);
-    if (path == Path::workgroup_row) share_rows(d, range, options, l, g);
+    if (path == Path::workgroup_row && !slot_rows) shared_row_geometry(d, range, options, l, g);
     apply_overrides(g, range, options, l, path, slot_rows);
+    if (path == Path::workgroup_row && !slot_rows) share_rows(d, range, options, l, g);
     if (path == Path::single_pass) fit_loop_iterations(g, range, l, single_pass_patience(d, options));
 
     plan.path = path;
@@ -833,12 +844,7 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
         plan.key[p].kind = shader_kind(path, p, slot_rows, long_rows(problem, path, g, l, slot_rows));
         plan.key[p].reread_gradient = rereads_gradient(problem, plan.key[p]);
     }
-    // Shares hold rows in registers alone (a forced geometry may cut the
-    // tile below the row).
-    if (g.write_shares > 1 && plan.key[0].kind == ShaderKind::row_in_registers)
-        plan.key[0].write_shares = g.write_shares;
-    else if (g.write_shares > 1)
-        plan.groups = static_cast<uint32_t>(dispatch_grid(range.shape.rows(), d.max_workgroup_count[0]));
+    plan.key[0].write_shares = g.write_shares;
     if (plan.passes == 1 && fetches_next_row_first(d, options, range, l, plan.key[0])) {
         plan.key[0].next_row_first = true;
         plan.groups = static_cast<uint32_t>(dispatch_grid(div_up(g.items, kNextRowFirstRows), d.max_workgroup_count[0]));
