@@ -28,7 +28,8 @@ constexpr DriverReason kSharedRowDrivers[] = {
     // bench/NOTES.md (H100, 580.159.04, v124), us, whole -> shared: f32
     // 1x16384 4.93 -> 4.41 (single-pass before), 8x16384 5.42 -> 4.84,
     // 1x12288 4.47 -> 4.08; f16 1x16384 4.59 -> 4.31; bf16 16x16384 5.01
-    // -> 4.70 (tuning.hpp, kSharedRowMin).
+    // -> 4.70 (tuning.hpp, kSharedRowMin). The plan's form, v125: 1-13%
+    // faster on every such shape timed, level elsewhere.
     {VK_DRIVER_ID_NVIDIA_PROPRIETARY,
      "NVIDIA's driver: rows of 8193-16384 in small batches shared by several workgroups, 1-13% faster on an H100 "
      "(580.159.04)"},

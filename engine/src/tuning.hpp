@@ -143,7 +143,10 @@ constexpr double kNextRowFirstMinWaves = 60.0;
 // where each workgroup reads 128 KiB), nor at 8192 (f16 1x8192 3.82 ->
 // 3.86; f32 8x8192 4.33 -> 4.31, 32x8192 4.48 -> 4.44 at 4 and 5.71 at 16
 // shares), nor odd rows (at 256 x 16 they read in 4-wide windows: f32
-// 1x16383 11.0 against 5.1 on the single-pass path).
+// 1x16383 11.0 against 5.1 on the single-pass path). The plan's form
+// against the plan before it, v125: f32 1x16384 4.97 -> 4.44, 16x16384
+// 5.46 -> 4.94; f16 16x16384 4.79 -> 4.52; bf16 16x16384 5.01 -> 4.70;
+// log-softmax bf16 1x16384 5.48 -> 4.83; 17 rows and 1x24576 level.
 constexpr uint64_t kSharedRowMin = 8193;
 constexpr uint64_t kSharedRowMax = 16384;
 constexpr uint64_t kSharedRowsMax = 16;
