@@ -1,5 +1,6 @@
-// --nonfinite, --subgroup-max, --tile-loads, --row-fetch and --row-shares: the
-// per-driver shader-form rules' choices (DriverRules), taken alike by `bench` and `conformance`.
+// --nonfinite, --subgroup-max, --tile-loads, --row-fetch and --row-shares:
+// the per-driver shader-form rules' choices (DriverRules), taken alike by
+// `bench` and `conformance`.
 #pragma once
 #include <CLI/CLI.hpp>
 

@@ -1,7 +1,6 @@
-// --nonfinite, --subgroup-max, --tile-loads, --row-fetch and --row-shares: parsed into
-// DriverRules,
-// and written back as the words a child process parses the same way
-// (conformance's stress case runs in one).
+// --nonfinite, --subgroup-max, --tile-loads, --row-fetch and --row-shares:
+// parsed into DriverRules, and written back as the words a child process
+// parses the same way (conformance's stress case runs in one).
 #include <gtest/gtest.h>
 
 #include <string>

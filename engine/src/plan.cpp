@@ -762,12 +762,11 @@ bool rereads_gradient(const Problem& problem, const PipelineKey& key) {
            key.workgroup_size >= kBackwardRereadGradientWorkgroup;
 }
 
-// The geometry of a workgroup row that row_write_shares() shares:
-// kSharedRowWorkgroup invocations, slots enough for the row. A forced
-// geometry replaces it afterwards.
-void shared_row_geometry(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l,
-                         Geometry& g) {
-    if (row_write_shares(d, problem, options, l) == 1) return;
+// The geometry of a workgroup row that `shares` workgroups hold
+// (row_write_shares()): kSharedRowWorkgroup invocations, slots enough for
+// the row. A forced geometry replaces it afterwards.
+void shared_row_geometry(const Problem& problem, const Limits& l, uint32_t shares, Geometry& g) {
+    if (shares == 1) return;
     g.workgroup_size = kSharedRowWorkgroup;
     g.slots = slots_holding_row(problem, Path::workgroup_row, l, kSharedRowWorkgroup, kMaxSlots);
 }
@@ -775,9 +774,7 @@ void shared_row_geometry(const DeviceInfo& d, const Problem& problem, const Plan
 // The shares of a workgroup row whose final tile holds the row in
 // registers (a forced geometry may cut it below the row, and the tiled
 // kind reads the row again for its writes): the grid counts every share.
-void share_rows(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l,
-                Geometry& g) {
-    const uint32_t shares = row_write_shares(d, problem, options, l);
+void share_rows(const Problem& problem, const Limits& l, uint32_t shares, Geometry& g) {
     if (shares == 1 || long_rows(problem, Path::workgroup_row, g, l, false)) return;
     g.write_shares = shares;
     g.items = problem.shape.rows() * shares;
@@ -831,9 +828,11 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
                  : path == Path::workgroup_row ? plan_workgroup_row(range, l)
                  : path == Path::single_pass   ? plan_single_pass(range, options, l)
                                                : plan_split(range, options, l);
-    if (path == Path::workgroup_row && !slot_rows) shared_row_geometry(d, range, options, l, g);
+    const uint32_t shares =
+        path == Path::workgroup_row && !slot_rows ? row_write_shares(d, range, options, l) : 1;
+    shared_row_geometry(range, l, shares, g);
     apply_overrides(g, range, options, l, path, slot_rows);
-    if (path == Path::workgroup_row && !slot_rows) share_rows(d, range, options, l, g);
+    share_rows(range, l, shares, g);
     if (path == Path::single_pass) fit_loop_iterations(g, range, l, single_pass_patience(d, options));
 
     plan.path = path;

@@ -165,8 +165,8 @@ RowFetchRule row_fetch_rule(const DeviceInfo& device, RowFetch f = RowFetch::aut
 // or shared (several workgroups a row, each reading the whole row and
 // taking its statistic, each writing its share of the outputs: no
 // workgroup waits on another, and the row is read once from memory and
-// again from L2), which NVIDIA's driver runs 5-13% faster on an H100
-// (bench/NOTES.md, v124). automatic: shared on the drivers where it was
+// again from L2), which NVIDIA's driver runs 1-13% faster on an H100
+// (bench/NOTES.md, v124-v125). automatic: shared on the drivers where it was
 // measured (engine/src/row_shares_rule.cpp), whole elsewhere; either way
 // only for rows the plan finds it fits (row_write_shares() in plan.cpp),
 // and shared there on every device (tests, conformance).
