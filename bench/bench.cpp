@@ -306,6 +306,7 @@ void describe(const Plan& plan, Row& row) {
     row.groups = plan.groups;
     row.vec = plan.key[0].vec;
     row.row_lanes = plan.key[0].row_lanes;
+    row.write_shares = plan.key[0].write_shares;
     row.odd_rows = plan.key[0].odd_rows;
     row.passes = plan.passes;
     row.bytes = moved_bytes(plan);

@@ -154,6 +154,7 @@ struct Row {
     bool verified = false;
     uint32_t workgroup_size = 0, slots = 0, groups = 0, vec = 0;
     uint32_t row_lanes = 0;  // lanes per row where a few lanes hold each (rows per slot); 0: all
+    uint32_t write_shares = 1;  // workgroups that hold each row (PlanOptions::write_shares)
     bool odd_rows = false;   // vector accesses on rows not a multiple of vec long
     double pass1_us = 0;  // split path: median of pass 1 alone
     Timing ceiling;       // copy of the case's tensor bytes, timed the same way

@@ -31,7 +31,7 @@ struct BenchArgs {
     DriverRuleArgs rules;
     bool log = false, stats = false, fresh_buffers = false, no_uniform_control_flow = false, dependencies = false,
          backward = false, sinks = false, ceilings = false;
-    uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, chunk = 0, batch = 0, patience = 0, query_block = 0;
+    uint32_t iters = 20, repeats = 15, wg = 0, slots = 0, shares = 0, chunk = 0, batch = 0, patience = 0, query_block = 0;
     std::string attention, mask_dtype, row_order;
     std::vector<uint64_t> mask_dims;
     uint64_t heads = 32;
@@ -135,6 +135,7 @@ bench::Options bench_options(const BenchArgs& a) {
     o.sigma = a.sigma;
     o.plan.workgroup_size = a.wg;
     o.plan.slots = a.slots;
+    o.plan.write_shares = a.shares;
     o.batch = a.batch;
     o.attention = a.attention;
     o.heads = a.heads;
@@ -297,13 +298,14 @@ bool print_table(const Context& ctx, const bench::Options& o, const Measured& m)
     fmt::print("copy ceiling: {:.1f} us over {} bytes, {:.0f} GB/s\n", m.ceiling.median_us, m.ceiling_bytes,
                m.ceiling.gbps);
     fmt::print("{:<6} {:<15} {:<14} {:>20} {:>10} {:>10} {:>11} {:>7} {:>10} {:>8} {:>10} {:>9}\n", "dtype", "shape",
-               "path", "wg/slots/vec[odd][/lanes]", "median us", "min us", "over floor", "GB/s", "copy GB/s", "of copy", "max rel",
+               "path", "wg/slots/vec[odd][/lanes][ xshares]", "median us", "min us", "over floor", "GB/s", "copy GB/s", "of copy", "max rel",
                "pass 1 us");
     bool all_ok = true;
     for (const auto& r : m.rows) {
         all_ok = all_ok && r.verified;
         std::string geometry = fmt::format("{}/{}/{}{}", r.workgroup_size, r.slots, r.vec, r.odd_rows ? "odd" : "");
         if (r.row_lanes) geometry += fmt::format("/{}", r.row_lanes);
+        if (r.write_shares > 1) geometry += fmt::format(" x{}", r.write_shares);
         fmt::print("{:<6} {:<15} {:<14} {:>20} {:>10.2f} {:>10.2f} {:>11.2f} {:>7.0f} {:>10.0f} {:>7.0f}% {:>10.2e} {:>9}{}{}\n",
                    dtype_name(r.c.dtype), r.c.name(), r.path, geometry, r.t.median_us, r.t.min_us, above_floor(r, m),
                    r.t.gbps, r.ceiling.gbps, 100.0 * ceiling_fraction(r), r.max_rel_error,
@@ -336,6 +338,7 @@ nlohmann::json row_json(const bench::Row& r, const Measured& m) {
             {"slots", r.slots},
             {"vec", r.vec},
             {"row_lanes", r.row_lanes},
+            {"write_shares", r.write_shares},
             {"odd_rows", r.odd_rows},
             {"pass1_us", r.pass1_us},
             {"groups", r.groups},
@@ -485,6 +488,8 @@ void add_tuning_options(CLI::App& sub, BenchArgs& a) {
     sub.add_option("--slots", a.slots,
                    "Force the vec4 slots per invocation (rows per subgroup for rows held one per slot); past what "
                    "holds the row, cut to it");
+    sub.add_option("--write-shares", a.shares,
+                   "Force the workgroups that share each row where rows are shared (--row-shares; 1-16, 1: whole)");
     sub.add_option("--chunk", a.chunk, "Split and single-pass paths' elements per chunk (rounded up to a tile)");
     sub.add_option("--patience", a.patience,
                    "Single-pass polling rounds before a workgroup computes its row's missing partials itself");

@@ -122,6 +122,7 @@ std::string describe(const Problem& p, const PlanOptions& opts) {
     if (opts.chunk_elements) s += " chunk=" + std::to_string(opts.chunk_elements);
     if (opts.workgroup_size) s += " wg=" + std::to_string(opts.workgroup_size);
     if (opts.slots) s += " slots=" + std::to_string(opts.slots);
+    if (opts.write_shares) s += " shares=" + std::to_string(opts.write_shares);
     return s;
 }
 

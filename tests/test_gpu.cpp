@@ -386,17 +386,25 @@ TEST_F(Gpu, Bf16OnEveryPath) {
 // rows (0 only where the reference is, so a share left unwritten shows)
 // matches the reference within the type's bound, and a row with a NaN,
 // one with +inf and one all -inf give the reference's non-finite outputs,
-// fp32 at 8 shares and 16-bit at 4, softmax and log-softmax.
+// fp32 at 8 shares and 16-bit at 4, softmax and log-softmax, and batches
+// past 16 rows at the 2 and 4 shares (PlanOptions::write_shares) a device
+// that counts its multiprocessors gives them, and at 3, which leaves the
+// last share fewer stores.
 TEST_F(Gpu, SharedRows) {
     struct Rows {
         uint64_t rows, cols;
         Dtype dtype;
         bool log;
+        uint32_t shares;  // forced; 0: the plan's
     };
-    PlanOptions o;
-    o.rules.row_shares = RowShares::shared;
-    for (const Rows& r : {Rows{5, 16384, Dtype::f32, false}, Rows{5, 8196, Dtype::f32, true},
-                          Rows{5, 12288, Dtype::f16, false}, Rows{5, 16384, Dtype::bf16, true}}) {
+    for (const Rows& r : {Rows{5, 16384, Dtype::f32, false, 0}, Rows{5, 8196, Dtype::f32, true, 0},
+                          Rows{5, 12288, Dtype::f16, false, 0}, Rows{5, 16384, Dtype::bf16, true, 0},
+                          Rows{24, 12288, Dtype::f32, false, 4}, Rows{20, 16384, Dtype::f32, true, 2},
+                          Rows{18, 16384, Dtype::bf16, false, 2}, Rows{5, 8196, Dtype::f32, false, 3}}) {
+        if (r.dtype != Dtype::f32 && !ctx().info().storage_16bit) continue;
+        PlanOptions o;
+        o.rules.row_shares = RowShares::shared;
+        o.write_shares = r.shares;
         const Problem p = rows_of(r.rows, r.cols, r.dtype, r.log);
         auto x = random_logits(p.shape.elements(), fresh_seed());
         x[1 * r.cols + 7] = kNaN;
@@ -404,6 +412,9 @@ TEST_F(Gpu, SharedRows) {
         for (uint64_t i = 0; i < r.cols; ++i) x[3 * r.cols + i] = -kInf;
         const Outcome out = run_and_compare(p, x, o);
         ASSERT_GT(out.plan.key[0].write_shares, 1u) << describe(p, o) << ": " << out.plan.key[0].id();
+        if (r.shares) {
+            ASSERT_EQ(out.plan.key[0].write_shares, r.shares) << describe(p, o) << ": " << out.plan.key[0].id();
+        }
         const Bound b = accuracy_bound(p.dtype, p.log);
         EXPECT_TRUE(out.acc.within(b.rel, 0.0)) << describe(p, o) << ": " << out.acc.describe();
         for (uint64_t row : {uint64_t{0}, r.rows - 1})

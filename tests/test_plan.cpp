@@ -1316,11 +1316,52 @@ TEST(Plan, SharedRowsOnNvidia) {
     Problem inner = rows_of(1, 16384, Dtype::f32);
     inner.shape = Shape{1, 16384, 2};
     for (const Problem& p : {rows_of(1, 8192, Dtype::f32), rows_of(1, 16388, Dtype::f32), rows_of(1, 16383, Dtype::f16),
-                             rows_of(1, 12290, Dtype::f32), rows_of(17, 16384, Dtype::f32), backward, causal, inner}) {
+                             rows_of(1, 12290, Dtype::f32), rows_of(67, 16384, Dtype::f32), rows_of(67, 12288, Dtype::f16),
+                             backward, causal, inner}) {
         const Plan plan = plan_geometry(nv, p, shared);
         EXPECT_EQ(plan.key[0].write_shares, 1u) << what(p) << " forced: " << plan.key[0].id();
         EXPECT_EQ(plan.key[0].id().find("/shares"), std::string::npos) << what(p) << " forced: " << plan.key[0].id();
     }
+    // Batches past 16 rows take half the shares while the shares outnumber
+    // the 132 multiprocessors, down to 2.
+    for (const Case& c : {Case{17, 16384, Dtype::f32, 4, 16}, Case{33, 12288, Dtype::f32, 4, 12},
+                          Case{34, 16384, Dtype::f32, 2, 16}, Case{66, 16384, Dtype::f32, 2, 16},
+                          Case{33, 16384, Dtype::f16, 4, 16}, Case{34, 16384, Dtype::bf16, 2, 16},
+                          Case{66, 12288, Dtype::f16, 2, 12}}) {
+        const Problem p = rows_of(c.rows, c.axis, c.dtype);
+        const Plan plan = plan_geometry(nv, p);
+        ASSERT_EQ(plan.path, Path::workgroup_row) << what(p) << ": " << plan.key[0].id();
+        EXPECT_EQ(plan.key[0].write_shares, c.shares) << what(p) << ": " << plan.key[0].id();
+        EXPECT_EQ(plan.key[0].slots, c.slots) << what(p) << ": " << plan.key[0].id();
+        EXPECT_EQ(plan.groups, c.rows * c.shares) << what(p) << ": a workgroup a share";
+        EXPECT_EQ(plan_geometry(nv, p, whole).key[0].write_shares, 1u) << what(p) << " forced whole";
+    }
+    // A forced count, wherever the rows are shared; rows the form does not
+    // fit, and shares past the device's grid, stay whole; past 16, refused.
+    PlanOptions three = shared;
+    three.write_shares = 3;
+    const Plan forced_three = plan_geometry(nv, rows_of(100, 16384, Dtype::f16), three);
+    EXPECT_EQ(forced_three.key[0].write_shares, 3u) << forced_three.key[0].id();
+    EXPECT_EQ(forced_three.groups, 300u) << "100 rows x 3 shares";
+    EXPECT_EQ(plan_geometry(nv, rows_of(4, 16383, Dtype::f32), three).key[0].write_shares, 1u)
+        << "rows of 16383 forced to 3 shares";
+    DeviceInfo narrow_grid = nv;
+    narrow_grid.max_workgroup_count[0] = 299;
+    EXPECT_EQ(plan_geometry(narrow_grid, rows_of(100, 16384, Dtype::f16), three).key[0].write_shares, 1u)
+        << "100 rows x 3 shares on a grid of 299 workgroups";
+    PlanOptions too_many = shared;
+    too_many.write_shares = 17;
+    EXPECT_THROW(plan_geometry(nv, rows_of(1, 16384, Dtype::f32), too_many), Error) << "17 shares";
+
+    // A device that does not count its multiprocessors shares batches of
+    // up to 16 rows only.
+    const DeviceInfo uncounted = as_llvmpipe(h200());
+    ASSERT_EQ(uncounted.multiprocessors, 0u);
+    EXPECT_EQ(plan_geometry(uncounted, rows_of(16, 16384, Dtype::f32), shared).key[0].write_shares, 8u)
+        << "16 rows on a device that does not count its multiprocessors";
+    EXPECT_EQ(plan_geometry(uncounted, rows_of(17, 16384, Dtype::f32), shared).key[0].write_shares, 1u)
+        << "17 rows on a device that does not count its multiprocessors";
+
     // A forced geometry whose tile is shorter than the row holds it in
     // tiles, a workgroup a row.
     PlanOptions short_tile = shared;

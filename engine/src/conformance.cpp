@@ -309,6 +309,12 @@ std::vector<Case> catalogue(const Context& ctx, bool quick) {
         if (!quick) add_single_row_cases(dt, false, cases);
         cases.push_back({std::string(dtype_name(dt)) + " softmax 12x1000 T=0.5", {12, 1000, 1}, dt, false, 0.5, true});
         cases.push_back({std::string(dtype_name(dt)) + " log-softmax 12x4097 T=3", {12, 4097, 1}, dt, true, 3.0, true});
+        if (!quick) {
+            // Batches past 16 rows of 8193-16384, which a device that counts
+            // its multiprocessors shares at fewer workgroups a row.
+            cases.push_back({std::string(dtype_name(dt)) + " softmax 24x12288", {24, 12288, 1}, dt, false, 1.0, true});
+            cases.push_back({std::string(dtype_name(dt)) + " log-softmax 40x16384", {40, 16384, 1}, dt, true, 1.0, true});
+        }
         // Attention's scale, 1/sqrt(128): the temperature's multiplier set as a scale.
         Case scaled{std::string(dtype_name(dt)) + " softmax 12x1000 scale=1/sqrt(128)", {12, 1000, 1}, dt, false, 1.0, true};
         scaled.scale = 1.0 / std::sqrt(128.0);

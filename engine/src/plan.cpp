@@ -339,18 +339,31 @@ const char* row_order_name(RowOrder order) {
 
 namespace {
 
-// The workgroups that hold each row (WRITE_SHARES, row_shares_rule()):
-// kSharedRowShares (16-bit: kSharedRowShares16) for contiguous plain
-// forward rows of kSharedRowMin-kSharedRowMax elements, a multiple of 4,
-// in batches of at most kSharedRowsMax rows, where the rule shares them
-// and a workgroup of kSharedRowWorkgroup holds such a row; else 1.
+// The workgroups that hold each row (WRITE_SHARES, row_shares_rule()),
+// for contiguous plain forward rows of kSharedRowMin-kSharedRowMax
+// elements, a multiple of 4, where the rule shares them and a workgroup of
+// kSharedRowWorkgroup holds such a row (else 1): PlanOptions::write_shares
+// where set and the grid holds them; else kSharedRowShares (16-bit:
+// kSharedRowShares16) for batches of up to kSharedRowsMax rows, and for
+// larger ones, on a device that counts its multiprocessors, half that
+// while the shares outnumber the multiprocessors, down to
+// kSharedRowMinShares; past that, 1.
 uint32_t row_write_shares(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t axis = problem.shape.axis;
+    const uint64_t rows = problem.shape.rows();
     if (!plain_forward(problem) || problem.shape.inner != 1 || axis % 4 != 0) return 1;
-    if (axis < kSharedRowMin || axis > kSharedRowMax || problem.shape.rows() > kSharedRowsMax) return 1;
+    if (axis < kSharedRowMin || axis > kSharedRowMax) return 1;
     if (!workgroup_fits(l, kSharedRowWorkgroup) || axis > 4ull * kMaxSlots * kSharedRowWorkgroup) return 1;
     if (!row_shares_rule(d, options.rules.row_shares).shared) return 1;
-    return problem.dtype == Dtype::f32 ? kSharedRowShares : kSharedRowShares16;
+    if (options.write_shares) {
+        const uint64_t groups = rows * options.write_shares;
+        return dispatch_grid(groups, d.max_workgroup_count[0]) == groups ? options.write_shares : 1;
+    }
+    uint32_t shares = problem.dtype == Dtype::f32 ? kSharedRowShares : kSharedRowShares16;
+    if (rows <= kSharedRowsMax) return shares;
+    if (l.multiprocessors == 0) return 1;
+    while (shares > kSharedRowMinShares && rows * shares > l.multiprocessors) shares /= 2;
+    return rows * shares <= l.multiprocessors ? shares : 1;
 }
 
 Path choose_path(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
@@ -806,6 +819,9 @@ Plan plan_geometry(const DeviceInfo& d, const Problem& problem, const PlanOption
     plan.problem = problem;
     const float inv_t = inverse_temperature(problem);
     check_backward_options(problem);
+    if (options.write_shares > kMaxWriteShares)
+        throw Error(ErrorKind::invalid_argument, "write shares override " + std::to_string(options.write_shares) +
+                                                     ": at most " + std::to_string(kMaxWriteShares));
     const uint64_t elements = checked_elements(d, problem);
     plan.tensor_bytes = elements * dtype_size(problem.dtype);
     if (elements == 0) return plan;

@@ -153,6 +153,10 @@ constexpr uint64_t kSharedRowsMax = 16;
 constexpr uint32_t kSharedRowWorkgroup = 256;
 constexpr uint32_t kSharedRowShares = 8;
 constexpr uint32_t kSharedRowShares16 = 4;
+constexpr uint32_t kSharedRowMinShares = 2;
+// The most workgroups a forced count (PlanOptions::write_shares) shares a
+// row among: each reads the whole row, so more only repeat reads.
+constexpr uint32_t kMaxWriteShares = 16;
 // A workgroup holds rows up to 32 floats per invocation of its largest
 // size (32768 at 1024: half an NVIDIA SM's register file); longer rows
 // take the split path.

@@ -216,6 +216,11 @@ struct PlanOptions {
                                      // 16, and 8192 a workgroup: alone, it halves the plan's
                                      // workgroup to fit; with workgroup_size past it, refused.
                                      // A row path's count past what holds the row is cut to it
+    // Override of the workgroups that share each row where the rows are
+    // shared (RowShares), 1 to 16 (1: each row whole); rows the form does
+    // not fit, or whose shares the dispatch could not hold, stay whole. 0:
+    // the plan's count.
+    uint32_t write_shares = 0;
 };
 
 struct Plan {
