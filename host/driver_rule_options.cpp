@@ -41,7 +41,7 @@ constexpr RuleOption kRowFetchOption{
 
 constexpr RuleOption kRowSharesOption{
     "--row-shares", &DriverRuleArgs::row_shares,
-    "How plain rows of 8193-16384 elements in batches of up to 16 are held: automatic (default: shared on the "
+    "How plain rows of 8193-16384 elements in small batches are held: automatic (default: shared on the "
     "drivers where it was measured faster, else whole), whole (one workgroup a row, or the single-pass path), shared "
     "(several workgroups a row, each reading it whole and writing its share)"};
 

@@ -449,9 +449,8 @@ bool unroll_odd_writes() { return UNROLL_ODD_WRITES; }
 // workgroup waits on another, where the single-pass path's handshake
 // costs 1.7 us over the floor before a row has any size (bench/NOTES.md,
 // v117); the row is read WRITE_SHARES times, from L2 after the first. For
-// rows of 8193-16384 elements in batches of up to 16 rows on an H100,
-// 1-13% faster than one workgroup a row or the single-pass path
-// (v124-v125).
+// rows of 8193-16384 elements in small batches on an H100, 1-13% faster
+// than one workgroup a row or the single-pass path (v124-v126).
 // A share past the last store writes nothing; the stores are covered
 // whatever the slot count.
 layout(constant_id = SPEC_ID_WRITE_SHARES) const uint WRITE_SHARES = 1u;

@@ -1316,18 +1316,17 @@ TEST(Plan, SharedRowsOnNvidia) {
     Problem inner = rows_of(1, 16384, Dtype::f32);
     inner.shape = Shape{1, 16384, 2};
     for (const Problem& p : {rows_of(1, 8192, Dtype::f32), rows_of(1, 16388, Dtype::f32), rows_of(1, 16383, Dtype::f16),
-                             rows_of(1, 12290, Dtype::f32), rows_of(67, 16384, Dtype::f32), rows_of(67, 12288, Dtype::f16),
-                             backward, causal, inner}) {
+                             rows_of(1, 12290, Dtype::f32), rows_of(34, 16384, Dtype::f32), rows_of(34, 12288, Dtype::bf16),
+                             rows_of(67, 16384, Dtype::f16), backward, causal, inner}) {
         const Plan plan = plan_geometry(nv, p, shared);
         EXPECT_EQ(plan.key[0].write_shares, 1u) << what(p) << " forced: " << plan.key[0].id();
         EXPECT_EQ(plan.key[0].id().find("/shares"), std::string::npos) << what(p) << " forced: " << plan.key[0].id();
     }
     // Batches past 16 rows take half the shares while the shares outnumber
-    // the 132 multiprocessors, down to 2.
+    // the 132 multiprocessors, down to 4 (16-bit rows past 12288: 2).
     for (const Case& c : {Case{17, 16384, Dtype::f32, 4, 16}, Case{33, 12288, Dtype::f32, 4, 12},
-                          Case{34, 16384, Dtype::f32, 2, 16}, Case{66, 16384, Dtype::f32, 2, 16},
-                          Case{33, 16384, Dtype::f16, 4, 16}, Case{34, 16384, Dtype::bf16, 2, 16},
-                          Case{66, 12288, Dtype::f16, 2, 12}}) {
+                          Case{24, 12288, Dtype::f16, 4, 12}, Case{33, 16384, Dtype::f16, 4, 16},
+                          Case{34, 16384, Dtype::bf16, 2, 16}, Case{66, 12292, Dtype::f16, 2, 13}}) {
         const Problem p = rows_of(c.rows, c.axis, c.dtype);
         const Plan plan = plan_geometry(nv, p);
         ASSERT_EQ(plan.path, Path::workgroup_row) << what(p) << ": " << plan.key[0].id();
@@ -1498,7 +1497,7 @@ TEST(Plan, SinglePassTakesResidentBatches) {
 // batches); shorter or smaller rows, rows of two chunks, rows whose wave
 // would take longer chunks, larger grids, strided rows and devices without
 // the rule keep the workgroup row, and so do the rows shared by several
-// workgroups (fp32 rows of 16384 in batches of up to 16).
+// workgroups (rows of 16384 in small batches).
 TEST(Plan, ShortRowsSpreadOverOneWave) {
     const DeviceInfo h100 = counted_h100();
     expect_paths(h100, {

@@ -160,13 +160,14 @@ struct RowFetchRule {
 };
 RowFetchRule row_fetch_rule(const DeviceInfo& device, RowFetch f = RowFetch::automatic);
 
-// How plain forward rows of 8193-16384 elements, in batches of up to 16,
-// are held: whole (one workgroup a row, or the single-pass path's chunks)
+// How plain forward rows of 8193-16384 elements in small batches (up to
+// 16 rows, and up to 66 on a device that counts 132 multiprocessors) are
+// held: whole (one workgroup a row, or the single-pass path's chunks)
 // or shared (several workgroups a row, each reading the whole row and
 // taking its statistic, each writing its share of the outputs: no
 // workgroup waits on another, and the row is read once from memory and
 // again from L2), which NVIDIA's driver runs 1-13% faster on an H100
-// (bench/NOTES.md, v124-v125). automatic: shared on the drivers where it was
+// (bench/NOTES.md, v124-v126). automatic: shared on the drivers where it was
 // measured (engine/src/row_shares_rule.cpp), whole elsewhere; either way
 // only for rows the plan finds it fits (row_write_shares() in plan.cpp),
 // and shared there on every device (tests, conformance).
