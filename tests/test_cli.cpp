@@ -58,6 +58,16 @@ protected:
         return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
     }
 
+    // A bench refused before it timed anything: exit 2, `message` on
+    // stderr, and no JSON written.
+    void expect_bench_refused(const std::string& args, const std::string& message) const {
+        const std::string json = path("refused.json");
+        const Result r = cli("bench " + args + " --iters 2 --repeats 2 --warmup-ms 5 --json " + json);
+        EXPECT_EQ(r.code, 2) << args << ": " << r.out << r.err;
+        EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+        EXPECT_FALSE(std::filesystem::exists(json)) << args << ": a JSON written for a refused bench";
+    }
+
     // The binary: built here, or $VKSOFTMAX_CLI where the tree was moved (device runs).
     static std::string binary() {
         const char* env = std::getenv("VKSOFTMAX_CLI");
@@ -387,15 +397,23 @@ TEST_F(Cli, BenchBatchChecksEveryProblem) {
 // `bench --queue-family` submits to the family named, says which in the
 // JSON, and refuses one the device does not have, writing nothing.
 TEST_F(Cli, BenchQueueFamily) {
-    Result r = cli("bench --shapes 64x1000 --dtype f32 --queue-family 0 --iters 2 --repeats 2 --warmup-ms 5 --json " +
+    const Result r = cli("bench --shapes 64x1000 --dtype f32 --queue-family 0 --iters 2 --repeats 2 --warmup-ms 5 --json " +
                    path("q0.json"));
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(slurp(path("q0.json")).find("\"queue_family\": 0"), std::string::npos) << slurp(path("q0.json"));
-    r = cli("bench --shapes 64x1000 --dtype f32 --queue-family 99 --iters 2 --repeats 2 --warmup-ms 5 --json " +
-            path("q99.json"));
-    EXPECT_EQ(r.code, 2) << r.out << r.err;
-    EXPECT_NE(r.err.find("has no queue family 99 with compute"), std::string::npos) << r.err;
-    EXPECT_FALSE(std::filesystem::exists(path("q99.json"))) << "a JSON written for a family the device lacks";
+    expect_bench_refused("--shapes 64x1000 --dtype f32 --queue-family 99", "has no queue family 99 with compute");
+}
+
+// `bench --write-shares` gives each shared row that many workgroups, shown
+// in the table's geometry and the JSON, and refuses more than 16, writing
+// nothing.
+TEST_F(Cli, BenchWriteShares) {
+    const Result r = cli("bench --shapes 20x8196 --dtype f32 --row-shares shared --write-shares 2 --iters 2 --repeats 2 "
+                   "--warmup-ms 5 --json " + path("s2.json"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("256/9/4 x2"), std::string::npos) << "no 2 shares at 256 x 9 in:\n" << r.out;
+    EXPECT_NE(slurp(path("s2.json")).find("\"write_shares\": 2"), std::string::npos) << slurp(path("s2.json"));
+    expect_bench_refused("--shapes 20x8196 --dtype f32 --write-shares 17", "write shares override 17: at most 16");
 }
 
 TEST_F(Cli, ConvertsFloat64AndIntegersWithANote) {
