@@ -1316,15 +1316,16 @@ TEST(Plan, SharedRowsOnNvidia) {
     Problem inner = rows_of(1, 16384, Dtype::f32);
     inner.shape = Shape{1, 16384, 2};
     for (const Problem& p : {rows_of(1, 8192, Dtype::f32), rows_of(1, 16388, Dtype::f32), rows_of(1, 16383, Dtype::f16),
-                             rows_of(1, 12290, Dtype::f32), rows_of(34, 16384, Dtype::f32), rows_of(34, 12288, Dtype::bf16),
+                             rows_of(1, 12290, Dtype::f32), rows_of(67, 16384, Dtype::f32), rows_of(34, 12288, Dtype::bf16),
                              rows_of(67, 16384, Dtype::f16), backward, causal, inner}) {
         const Plan plan = plan_geometry(nv, p, shared);
         EXPECT_EQ(plan.key[0].write_shares, 1u) << what(p) << " forced: " << plan.key[0].id();
         EXPECT_EQ(plan.key[0].id().find("/shares"), std::string::npos) << what(p) << " forced: " << plan.key[0].id();
     }
     // Batches past 16 rows take half the shares while the shares outnumber
-    // the 132 multiprocessors, down to 4 (16-bit rows past 12288: 2).
+    // the 132 multiprocessors, down to 2 (16-bit rows of 12288 or less: 4).
     for (const Case& c : {Case{17, 16384, Dtype::f32, 4, 16}, Case{33, 12288, Dtype::f32, 4, 12},
+                          Case{34, 16384, Dtype::f32, 2, 16}, Case{66, 8196, Dtype::f32, 2, 9},
                           Case{24, 12288, Dtype::f16, 4, 12}, Case{33, 16384, Dtype::f16, 4, 16},
                           Case{34, 16384, Dtype::bf16, 2, 16}, Case{66, 12292, Dtype::f16, 2, 13}}) {
         const Problem p = rows_of(c.rows, c.axis, c.dtype);

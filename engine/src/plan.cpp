@@ -347,8 +347,8 @@ namespace {
 // kSharedRowShares16) for batches of up to kSharedRowsMax rows, and for
 // larger ones, on a device that counts its multiprocessors, half that
 // while the shares outnumber the multiprocessors, down to
-// kSharedBatchMinShares (16-bit rows of more than kSharedBatchTwoSharesRow
-// elements: kSharedBatchMinShares16); past that, 1.
+// kSharedBatchMinShares (16-bit rows of at most kSharedBatchHalfRowMax
+// elements: kSharedBatchHalfRowMinShares); past that, 1.
 uint32_t row_write_shares(const DeviceInfo& d, const Problem& problem, const PlanOptions& options, const Limits& l) {
     const uint64_t axis = problem.shape.axis;
     const uint64_t rows = problem.shape.rows();
@@ -363,8 +363,8 @@ uint32_t row_write_shares(const DeviceInfo& d, const Problem& problem, const Pla
     uint32_t shares = problem.dtype == Dtype::f32 ? kSharedRowShares : kSharedRowShares16;
     if (rows <= kSharedRowsMax) return shares;
     if (l.multiprocessors == 0) return 1;
-    const uint32_t fewest = problem.dtype != Dtype::f32 && axis > kSharedBatchTwoSharesRow ? kSharedBatchMinShares16
-                                                                                          : kSharedBatchMinShares;
+    const uint32_t fewest = problem.dtype != Dtype::f32 && axis <= kSharedBatchHalfRowMax ? kSharedBatchHalfRowMinShares
+                                                                                         : kSharedBatchMinShares;
     while (shares > fewest && rows * shares > l.multiprocessors) shares /= 2;
     return rows * shares <= l.multiprocessors ? shares : 1;
 }

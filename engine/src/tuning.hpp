@@ -155,21 +155,22 @@ constexpr uint32_t kSharedRowShares = 8;
 constexpr uint32_t kSharedRowShares16 = 4;
 // Batches past kSharedRowsMax rows, on a device that counts its
 // multiprocessors, take half the shares while the shares outnumber the
-// multiprocessors, down to kSharedBatchMinShares (16-bit rows of more than
-// kSharedBatchTwoSharesRow elements: kSharedBatchMinShares16), and are
-// held whole past that. H100 (132 multiprocessors, 580.159.04;
-// bench/NOTES.md, v126), us, whole -> shared: f32 17x16384 5.50 -> 4.89 (4
-// shares), 24x12288 4.82 -> 4.58, 32x16384 5.57 -> 5.13; f16 17x16384 4.77
-// -> 4.50, 32x16384 4.82 -> 4.62, 48x16384 4.85 -> 4.73 (2 shares); bf16
-// 32x16384 5.01 -> 4.79, 64x16384 5.11 -> 5.02 (2), log-softmax 5.81 ->
-// 5.41. fp32 rows at 2 shares went from 3% faster to 3% slower
-// (48x16384 5.65 -> 5.50, log-softmax 64x16384 5.91 -> 6.05), and 16-bit
-// rows of 12288 at 2 gained nothing (f16 64x12288 4.35 -> 4.44, bf16 4.51
-// -> 4.52); 8 shares past 16 rows were slower on every batch (f32
-// 32x16384 5.84).
-constexpr uint32_t kSharedBatchMinShares = 4;
-constexpr uint32_t kSharedBatchMinShares16 = 2;
-constexpr uint64_t kSharedBatchTwoSharesRow = 12288;
+// multiprocessors, down to kSharedBatchMinShares (16-bit rows of at most
+// kSharedBatchHalfRowMax elements: kSharedBatchHalfRowMinShares), and are held
+// whole past that. H100 (132 multiprocessors, 580.159.04; bench/NOTES.md, v126,
+// v128), us, whole -> shared: f32 17x16384 5.50 -> 4.89 (4 shares), 24x12288
+// 4.82 -> 4.58, 32x16384 5.57 -> 5.13; f16 17x16384 4.77 -> 4.50, 32x16384 4.82
+// -> 4.62, 48x16384 4.85 -> 4.73 (2 shares); bf16 32x16384 5.01 -> 4.79,
+// 64x16384 5.11 -> 5.02 (2), log-softmax 5.81 -> 5.41. fp32 rows at 2 shares
+// (v128, gated): 34x16384 6.08 -> 5.23, 48x16384 6.07 -> 5.55, 66x16384 6.16 ->
+// 5.84, 48x12288 5.27 -> 4.85, log-softmax 34x16384 6.10 -> 5.58, 66x16384 6.18
+// -> 6.06; on another H100, whose rows whole ran faster, 48x16384 5.65 -> 5.50
+// and log-softmax 64x16384 5.91 -> 6.05 (v126). 16-bit rows of 12288 at 2
+// gained nothing (f16 64x12288 4.35 -> 4.44, bf16 4.51 -> 4.52); 8 shares past
+// 16 rows were slower on every batch (f32 32x16384 5.84).
+constexpr uint32_t kSharedBatchMinShares = 2;
+constexpr uint32_t kSharedBatchHalfRowMinShares = 4;
+constexpr uint64_t kSharedBatchHalfRowMax = 12288;
 // The most workgroups a forced count (PlanOptions::write_shares) shares a
 // row among: each reads the whole row, so more only repeat reads.
 constexpr uint32_t kMaxWriteShares = 16;
