@@ -397,8 +397,9 @@ TEST_F(Cli, BenchBatchChecksEveryProblem) {
 // `bench --queue-family` submits to the family named, says which in the
 // JSON, and refuses one the device does not have, writing nothing.
 TEST_F(Cli, BenchQueueFamily) {
-    const Result r = cli("bench --shapes 64x1000 --dtype f32 --queue-family 0 --iters 2 --repeats 2 --warmup-ms 5 --json " +
-                   path("q0.json"));
+    const Result r =
+        cli("bench --shapes 64x1000 --dtype f32 --queue-family 0 --iters 2 --repeats 2 --warmup-ms 5 --json " +
+            path("q0.json"));
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(slurp(path("q0.json")).find("\"queue_family\": 0"), std::string::npos) << slurp(path("q0.json"));
     expect_bench_refused("--shapes 64x1000 --dtype f32 --queue-family 99", "has no queue family 99 with compute");
@@ -409,7 +410,8 @@ TEST_F(Cli, BenchQueueFamily) {
 // nothing.
 TEST_F(Cli, BenchWriteShares) {
     const Result r = cli("bench --shapes 20x8196 --dtype f32 --row-shares shared --write-shares 2 --iters 2 --repeats 2 "
-                   "--warmup-ms 5 --json " + path("s2.json"));
+                         "--warmup-ms 5 --json " +
+                         path("s2.json"));
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("256/9/4 x2"), std::string::npos) << "no 2 shares at 256 x 9 in:\n" << r.out;
     EXPECT_NE(slurp(path("s2.json")).find("\"write_shares\": 2"), std::string::npos) << slurp(path("s2.json"));

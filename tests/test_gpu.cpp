@@ -400,10 +400,10 @@ TEST_F(Gpu, SharedRows) {
         uint32_t shares;  // forced; 0: the plan's
     };
     for (const Rows& r : {Rows{5, 16384, Dtype::f32, false, 0}, Rows{5, 16384, Dtype::f32, true, 0},
-                          Rows{5, 8196, Dtype::f32, true, 0},
-                          Rows{5, 12288, Dtype::f16, false, 0}, Rows{5, 16384, Dtype::bf16, true, 0},
-                          Rows{24, 12288, Dtype::f32, false, 4}, Rows{20, 16384, Dtype::f32, true, 2},
-                          Rows{18, 16384, Dtype::bf16, false, 2}, Rows{5, 8196, Dtype::f32, false, 3}}) {
+                          Rows{5, 8196, Dtype::f32, true, 0}, Rows{5, 12288, Dtype::f16, false, 0},
+                          Rows{5, 16384, Dtype::bf16, true, 0}, Rows{24, 12288, Dtype::f32, false, 4},
+                          Rows{20, 16384, Dtype::f32, true, 2}, Rows{18, 16384, Dtype::bf16, false, 2},
+                          Rows{5, 8196, Dtype::f32, false, 3}}) {
         if (r.dtype != Dtype::f32 && !ctx().info().storage_16bit) continue;
         PlanOptions o;
         o.rules.row_shares = RowShares::shared;
