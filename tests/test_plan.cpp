@@ -300,6 +300,31 @@ TEST(Plan, LongHalfRowsInTilesOrHeldByWaves) {
     EXPECT_EQ(strided_plan.key[0].slots, 4u) << strided_rows;
 }
 
+// A plain row's planned workgroup-row geometry, on a device with or
+// without a multiprocessor count (132, counted_h100()).
+struct RowGeometryCase {
+    Dtype dtype;
+    bool log;
+    uint64_t rows, cols;
+    bool counted;
+    uint32_t workgroup, slots;
+    uint64_t inner = 1;
+};
+
+void expect_row_geometry(const RowGeometryCase& c) {
+    Problem p = rows_of(c.rows, c.cols, c.dtype);
+    p.log = c.log;
+    p.shape.outer = c.rows / c.inner;
+    p.shape.inner = c.inner;
+    const Plan plan = plan_geometry(c.counted ? counted_h100() : h200(), p);
+    const std::string which = what(p) + (c.log ? " log-softmax" : "") +
+                              (c.counted ? " on 132 multiprocessors: " : " with no multiprocessor count: ") +
+                              plan.key[0].id();
+    EXPECT_EQ(plan.key[0].kind, ShaderKind::row_in_registers) << which;
+    EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
+    EXPECT_EQ(plan.key[0].slots, c.slots) << which;
+}
+
 // Batches too small to fill the device with two-subgroup workgroups
 // (counted multiprocessors, 132): 16-bit rows and rows not a multiple of
 // 4 long that two subgroups would hold at 5-8 slots take 256 x 2 up to
@@ -315,17 +340,8 @@ TEST(Plan, LongHalfRowsInTilesOrHeldByWaves) {
 // keeps four) take 256 x 8 up to two waves too, but a single fp32
 // softmax row.
 TEST(Plan, FewRowsTakeWiderWorkgroups) {
-    const DeviceInfo d = h200(), counted = counted_h100();
-    struct FewRowsCase {
-        Dtype dtype;
-        bool log;
-        uint64_t rows, cols;
-        bool counted;
-        uint32_t workgroup, slots;
-        uint64_t inner = 1;
-    };
-    for (const FewRowsCase& c :
-         {FewRowsCase{Dtype::f16, false, 16, 1279, true, 256, 2}, {Dtype::bf16, true, 264, 1025, true, 256, 2},
+    for (const RowGeometryCase& c :
+         {RowGeometryCase{Dtype::f16, false, 16, 1279, true, 256, 2}, {Dtype::bf16, true, 264, 1025, true, 256, 2},
           {Dtype::f32, false, 264, 2045, true, 256, 2}, {Dtype::bf16, false, 264, 2048, true, 256, 2},
           {Dtype::f16, false, 265, 2048, true, 64, 8}, {Dtype::f32, false, 16, 2048, true, 128, 4},
           {Dtype::f32, true, 1056, 1540, true, 128, 4}, {Dtype::f32, false, 1057, 1796, true, 64, 8},
@@ -338,19 +354,27 @@ TEST(Plan, FewRowsTakeWiderWorkgroups) {
           {Dtype::f16, false, 1024, 1025, true, 64, 5}, {Dtype::f16, false, 1057, 1789, true, 64, 7},
           {Dtype::bf16, false, 4096, 2045, true, 128, 4}, {Dtype::f16, false, 16, 1279, false, 64, 6},
           {Dtype::f16, true, 528, 1789, true, 128, 4}, {Dtype::bf16, true, 1024, 1789, true, 64, 7},
-          {Dtype::f16, true, 1024, 1279, true, 128, 3}, {Dtype::f16, false, 16, 2048, true, 64, 8, 4}}) {
-        Problem p = rows_of(c.rows, c.cols, c.dtype);
-        p.log = c.log;
-        p.shape.outer = c.rows / c.inner;
-        p.shape.inner = c.inner;
-        const Plan plan = plan_geometry(c.counted ? counted : d, p);
-        const std::string which = what(p) + (c.log ? " log-softmax" : "") +
-                                  (c.counted ? " on 132 multiprocessors: " : " with no multiprocessor count: ") +
-                                  plan.key[0].id();
-        EXPECT_EQ(plan.key[0].kind, ShaderKind::row_in_registers) << which;
-        EXPECT_EQ(plan.key[0].workgroup_size, c.workgroup) << which;
-        EXPECT_EQ(plan.key[0].slots, c.slots) << which;
-    }
+          {Dtype::f16, true, 1024, 1279, true, 128, 3}, {Dtype::f16, false, 16, 2048, true, 64, 8, 4}})
+        expect_row_geometry(c);
+}
+
+// fp32 rows a multiple of 4 long that 8 subgroups hold at 12-16 slots
+// take 16 subgroups at 6-8 slots in batches of 1.5-2 waves (199-264 rows
+// on 132 multiprocessors), and softmax rows at 16 slots from 1.5 waves on.
+TEST(Plan, LongFloatRowsTakeWiderWorkgroupsInSomeBatches) {
+    for (const RowGeometryCase& c :
+         {RowGeometryCase{Dtype::f32, false, 256, 16384, true, 512, 8}, {Dtype::f32, false, 199, 16384, true, 512, 8},
+          {Dtype::f32, false, 198, 16384, true, 256, 16}, {Dtype::f32, false, 128, 16384, true, 256, 16},
+          {Dtype::f32, false, 2048, 16384, true, 512, 8}, {Dtype::f32, false, 256, 16384, false, 256, 16},
+          {Dtype::f32, true, 256, 16384, true, 512, 8}, {Dtype::f32, true, 264, 16384, true, 512, 8},
+          {Dtype::f32, true, 265, 16384, true, 256, 16}, {Dtype::f32, false, 256, 12288, true, 512, 6},
+          {Dtype::f32, false, 512, 12288, true, 256, 12}, {Dtype::f32, true, 256, 15360, true, 512, 8},
+          {Dtype::f32, false, 256, 11268, true, 512, 6}, {Dtype::f32, false, 256, 11264, true, 256, 11},
+          {Dtype::f16, false, 256, 16384, true, 256, 16}, {Dtype::bf16, true, 256, 16384, true, 256, 16}})
+        expect_row_geometry(c);
+    // Rows not a multiple of 4 long keep their own rule.
+    const Plan odd = plan_geometry(counted_h100(), rows_of(256, 16383, Dtype::f32));
+    EXPECT_NE(odd.key[0].workgroup_size, 512u) << "f32 256x16383: " << odd.key[0].id();
 }
 
 // Rows that two subgroups hold at 8 slots take two (kNarrowRowSubgroups):
@@ -1296,8 +1320,10 @@ TEST(Plan, SharedRowsOnNvidia) {
             EXPECT_EQ(plan.key[0].kind, ShaderKind::row_in_registers) << what(p) << ": " << plan.key[0].id();
             EXPECT_EQ(plan.key[0].write_shares, c.shares) << what(p) << ": " << plan.key[0].id();
             EXPECT_NE(plan.key[0].id().find("/shares" + std::to_string(c.shares)), std::string::npos) << plan.key[0].id();
-            EXPECT_EQ(plan.key[0].workgroup_size, 256u) << what(p) << ": " << plan.key[0].id();
-            EXPECT_EQ(plan.key[0].slots, c.slots) << what(p) << ": " << plan.key[0].id();
+            // fp32 log-softmax rows of 16384 in batches: 512 x 8, not 256 x 16.
+            const bool wide = log && c.dtype == Dtype::f32 && c.axis == 16384 && c.rows > 1;
+            EXPECT_EQ(plan.key[0].workgroup_size, wide ? 512u : 256u) << what(p) << ": " << plan.key[0].id();
+            EXPECT_EQ(plan.key[0].slots, wide ? 8u : c.slots) << what(p) << ": " << plan.key[0].id();
             EXPECT_EQ(plan.groups, c.rows * c.shares) << what(p) << ": a workgroup a share";
             const Plan kept = plan_geometry(nv, p, whole);
             EXPECT_EQ(kept.key[0].write_shares, 1u) << what(p) << " forced whole: " << kept.key[0].id();
@@ -1336,6 +1362,29 @@ TEST(Plan, SharedRowsOnNvidia) {
         EXPECT_EQ(plan.groups, c.rows * c.shares) << what(p) << ": a workgroup a share";
         EXPECT_EQ(plan_geometry(nv, p, whole).key[0].write_shares, 1u) << what(p) << " forced whole";
     }
+    // fp32 log-softmax rows of more than 15360 elements in batches of 2-40
+    // rows are shared in workgroups of 512 (8 slots), others in 256.
+    struct Width {
+        uint64_t rows, axis;
+        bool log;
+        uint32_t workgroup, slots, shares;
+    };
+    for (const Width& w : {Width{2, 16384, true, 512, 8, 8}, Width{40, 16384, true, 512, 8, 2},
+                           Width{41, 16384, true, 256, 16, 2}, Width{1, 16384, true, 256, 16, 8},
+                           Width{8, 15364, true, 512, 8, 8}, Width{8, 15360, true, 256, 15, 8},
+                           Width{8, 16384, false, 256, 16, 8}}) {
+        Problem p = rows_of(w.rows, w.axis, Dtype::f32);
+        p.log = w.log;
+        const Plan plan = plan_geometry(nv, p);
+        EXPECT_EQ(plan.key[0].workgroup_size, w.workgroup) << what(p) << ": " << plan.key[0].id();
+        EXPECT_EQ(plan.key[0].slots, w.slots) << what(p) << ": " << plan.key[0].id();
+        EXPECT_EQ(plan.key[0].write_shares, w.shares) << what(p) << ": " << plan.key[0].id();
+        EXPECT_EQ(plan.groups, w.rows * w.shares) << what(p) << ": a workgroup a share";
+    }
+    Problem f16_log = rows_of(8, 16384, Dtype::f16);
+    f16_log.log = true;
+    EXPECT_EQ(plan_geometry(nv, f16_log).key[0].workgroup_size, 256u) << what(f16_log);
+
     // A forced count, wherever the rows are shared; rows the form does not
     // fit, and shares past the device's grid, stay whole; past 16, refused.
     PlanOptions three = shared;

@@ -314,6 +314,12 @@ std::vector<Case> catalogue(const Context& ctx, bool quick) {
             // its multiprocessors shares at fewer workgroups a row.
             cases.push_back({std::string(dtype_name(dt)) + " softmax 24x12288", {24, 12288, 1}, dt, false, 1.0, true});
             cases.push_back({std::string(dtype_name(dt)) + " log-softmax 40x16384", {40, 16384, 1}, dt, true, 1.0, true});
+            // fp32 batches of 1.5-2 waves of rows of 11265-16384, which a
+            // device that counts 132 multiprocessors holds in wider workgroups.
+            if (dt == Dtype::f32) {
+                cases.push_back({"f32 softmax 232x16384", {232, 16384, 1}, dt, false, 1.0, true});
+                cases.push_back({"f32 log-softmax 232x12288", {232, 12288, 1}, dt, true, 1.0, true});
+            }
         }
         // Attention's scale, 1/sqrt(128): the temperature's multiplier set as a scale.
         Case scaled{std::string(dtype_name(dt)) + " softmax 12x1000 scale=1/sqrt(128)", {12, 1000, 1}, dt, false, 1.0, true};

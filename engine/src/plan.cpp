@@ -290,6 +290,23 @@ uint32_t few_rows_workgroup(const Problem& problem, const Limits& l, uint64_t wi
     return short_rows != 0 ? short_rows : few_long_rows_workgroup(problem, l, window);
 }
 
+// Whether a plain forward fp32 row a multiple of 4 long, which a workgroup
+// of `wg` invocations would hold at `slots` slots, is held by one twice as
+// wide: where `wg` is kFewRowsSubgroups subgroups at
+// kLongFloatRowsWideMinSlots slots or more, in batches of more than
+// kLongFloatRowsWideMinWaves waves and, but for softmax rows at all
+// kMaxSlots, at most kLongFloatRowsWideMaxWaves (tuning.hpp).
+bool long_float_rows_wide(const Problem& problem, const Limits& l, uint32_t wg, uint32_t slots) {
+    if (!plain_forward(problem) || problem.dtype != Dtype::f32 || problem.shape.inner != 1 ||
+        problem.shape.axis % 4 != 0 || l.multiprocessors == 0)
+        return false;
+    if (wg != kFewRowsSubgroups * l.subgroup_size || slots < kLongFloatRowsWideMinSlots || !workgroup_fits(l, 2 * wg))
+        return false;
+    const double waves = row_waves(problem, l);
+    const bool softmax_at_most_slots = !problem.log && slots == kMaxSlots;
+    return waves > kLongFloatRowsWideMinWaves && (softmax_at_most_slots || waves <= kLongFloatRowsWideMaxWaves);
+}
+
 // The workgroup that holds a row whole on the workgroup-row path at up to
 // `most` slots an invocation: the narrowest of at least kMinRowSubgroups
 // subgroups whose `most` slots hold the row's window, or kNarrowRowSubgroups
@@ -297,7 +314,8 @@ uint32_t few_rows_workgroup(const Problem& problem, const Limits& l, uint64_t wi
 // masked bf16 rows and plain forward odd rows that would take all
 // kNarrowRowSlots (kOddRowNarrowSlots), or few_rows_workgroup()'s for
 // batches too small to fill the device; plain forward odd rows double it
-// past kOddRowSpreadSlots rather than `most`.
+// past kOddRowSpreadSlots rather than `most`, and long fp32 rows in some
+// batches once more (long_float_rows_wide()).
 uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t most) {
     const uint64_t window = row_window(problem, Path::workgroup_row, l);
     uint32_t wg = std::max(l.min_workgroup, std::min(l.max_workgroup, kMinRowSubgroups * l.subgroup_size));
@@ -311,7 +329,8 @@ uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t m
         wg = narrow;
     const uint32_t spread = odd_plain_row(problem, l) ? std::min(most, odd_row_spread_slots(problem)) : most;
     while (wg < l.max_workgroup && 4ull * spread * wg < window) wg *= 2;
-    return wg;
+    const uint32_t slots = static_cast<uint32_t>(div_up(window, 4ull * wg));
+    return long_float_rows_wide(problem, l, wg, slots) ? 2 * wg : wg;
 }
 
 }  // namespace
@@ -778,13 +797,24 @@ bool rereads_gradient(const Problem& problem, const PipelineKey& key) {
            key.workgroup_size >= kBackwardRereadGradientWorkgroup;
 }
 
+// The workgroup size of rows held in shares: kSharedRowWorkgroup, but
+// kSharedLogWideWorkgroup for the fp32 log-softmax rows that would fill
+// its 16 slots, in the batches where that was measured faster.
+uint32_t shared_row_workgroup(const Problem& problem, const Limits& l) {
+    const uint64_t rows = problem.shape.rows();
+    const bool wide = problem.log && problem.dtype == Dtype::f32 && problem.shape.axis > kSharedLogWideRowMin &&
+                      rows >= kSharedLogWideRowsMin && rows <= kSharedLogWideRowsMax &&
+                      workgroup_fits(l, kSharedLogWideWorkgroup);
+    return wide ? kSharedLogWideWorkgroup : kSharedRowWorkgroup;
+}
+
 // The geometry of a workgroup row that `shares` workgroups hold
-// (row_write_shares()): kSharedRowWorkgroup invocations, slots enough for
-// the row. A forced geometry replaces it afterwards.
+// (row_write_shares()): shared_row_workgroup() invocations, slots enough
+// for the row. A forced geometry replaces it afterwards.
 void shared_row_geometry(const Problem& problem, const Limits& l, uint32_t shares, Geometry& g) {
     if (shares == 1) return;
-    g.workgroup_size = kSharedRowWorkgroup;
-    g.slots = slots_holding_row(problem, Path::workgroup_row, l, kSharedRowWorkgroup, kMaxSlots);
+    g.workgroup_size = shared_row_workgroup(problem, l);
+    g.slots = slots_holding_row(problem, Path::workgroup_row, l, g.workgroup_size, kMaxSlots);
 }
 
 // The shares of a workgroup row whose final tile holds the row in

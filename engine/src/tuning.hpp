@@ -67,6 +67,27 @@ constexpr uint32_t kOddRowNarrowSlots = kNarrowRowSlots - 1;
 // 3.61).
 constexpr double kFewRowsMaxWaves = 2.0;
 constexpr uint32_t kFewRowsSubgroups = 8;
+// fp32 rows a multiple of 4 long that kFewRowsSubgroups subgroups hold at
+// kLongFloatRowsWideMinSlots slots or more (11265-16384 elements at
+// subgroups of 32), in batches of more than kLongFloatRowsWideMinWaves and
+// up to kLongFloatRowsWideMaxWaves waves, take twice as many subgroups at
+// half the slots, and softmax rows at all kMaxSlots so in any batch of
+// more than kLongFloatRowsWideMinWaves waves: workgroups of 512 at 6-8
+// slots keep twice the lanes of 256 at 12-16 in flight on each
+// multiprocessor (61 registers against 100 for softmax). 256 x 12-16 ->
+// 512 x 6-8, H100 (580.159.04; bench/NOTES.md, v130), us: f32 199x16384
+// 9.28 -> 9.16, 256x16384 10.48 -> 10.02, 264x16384 10.58 -> 10.08,
+// 256x12288 8.44 -> 8.23, 256x15360 9.99 -> 9.49; log-softmax 256x16384
+// 10.47 -> 10.07, 264x16384 10.67 -> 10.17, 256x13312 9.05 -> 8.66;
+// softmax 320x16384 17.17 -> 15.66, 1024x16384 49.74 -> 48.80. Slower
+// where the rule stops: 128 rows (f32 128x16384 7.31 -> 7.55; 192 rows
+// level), rows of 12288 and 15360 at 512 rows (18.6 -> 19.3, 23.8 ->
+// 24.9), log-softmax past two waves (320x16384 15.0 -> 16.1, 1024x16384
+// 47.9 -> 48.9), whose 80 registers at 256 let three such workgroups
+// share a multiprocessor, and 16-bit rows (f16 256x16384 7.06 -> 7.44).
+constexpr uint32_t kLongFloatRowsWideMinSlots = 12;
+constexpr double kLongFloatRowsWideMinWaves = 1.5;
+constexpr double kLongFloatRowsWideMaxWaves = 2.0;
 // ODD_ROWS rows that two subgroups would hold at kOddRowsWideMinSlots to 8
 // slots, in batches of up to kOddRowsWideMaxWaves waves, keep
 // kMinRowSubgroups subgroups rather than two. 64 x 6-8 -> 128 x 3-4, us
@@ -171,6 +192,21 @@ constexpr uint32_t kSharedRowShares16 = 4;
 constexpr uint32_t kSharedBatchMinShares = 2;
 constexpr uint32_t kSharedBatchHalfRowMinShares = 4;
 constexpr uint64_t kSharedBatchHalfRowMax = 12288;
+// fp32 log-softmax rows of more than kSharedLogWideRowMin elements (16
+// slots a lane at kSharedRowWorkgroup), in batches of kSharedLogWideRowsMin-
+// kSharedLogWideRowsMax rows, are shared in workgroups of
+// kSharedLogWideWorkgroup (8 slots). H100 (580.159.04; bench/NOTES.md,
+// v129-v130), us, 256 x 16 -> 512 x 8: log-softmax 2x16384 5.04 -> 4.86,
+// 4x16384 5.05 -> 4.86, 8x16384 5.07 -> 4.89, 17x16384 5.18 -> 5.02,
+// 34x16384 (2 shares) 5.56 -> 5.40, 8x15364 5.05 -> 4.93, 40x16384 level
+// (5.61); not a single row (4.44 -> 4.69), nor 48 rows
+// (5.68 -> 5.74), nor rows of 14000 (7 slots: 33x14000 4.96 -> 5.12), nor
+// softmax (8x16384 4.84 -> 5.07), nor 16-bit rows (f16 16x16384 4.75 ->
+// 5.18), whose workgroups of 256 hold more of the row's bytes a lane.
+constexpr uint64_t kSharedLogWideRowMin = 15360;
+constexpr uint64_t kSharedLogWideRowsMin = 2;
+constexpr uint64_t kSharedLogWideRowsMax = 40;
+constexpr uint32_t kSharedLogWideWorkgroup = 512;
 // The most workgroups a forced count (PlanOptions::write_shares) shares a
 // row among: each reads the whole row, so more only repeat reads.
 constexpr uint32_t kMaxWriteShares = 16;
