@@ -329,7 +329,7 @@ uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t m
         wg = narrow;
     const uint32_t spread = odd_plain_row(problem, l) ? std::min(most, odd_row_spread_slots(problem)) : most;
     while (wg < l.max_workgroup && 4ull * spread * wg < window) wg *= 2;
-    const uint32_t slots = static_cast<uint32_t>(div_up(window, 4ull * wg));
+    const uint32_t slots = slots_holding_row(problem, Path::workgroup_row, l, wg, most);
     return long_float_rows_wide(problem, l, wg, slots) ? 2 * wg : wg;
 }
 

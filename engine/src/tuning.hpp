@@ -199,10 +199,10 @@ constexpr uint64_t kSharedBatchHalfRowMax = 12288;
 // v129-v130), us, 256 x 16 -> 512 x 8: log-softmax 2x16384 5.04 -> 4.86,
 // 4x16384 5.05 -> 4.86, 8x16384 5.07 -> 4.89, 17x16384 5.18 -> 5.02,
 // 34x16384 (2 shares) 5.56 -> 5.40, 8x15364 5.05 -> 4.93, 40x16384 level
-// (5.61); not a single row (4.44 -> 4.69), nor 48 rows
-// (5.68 -> 5.74), nor rows of 14000 (7 slots: 33x14000 4.96 -> 5.12), nor
-// softmax (8x16384 4.84 -> 5.07), nor 16-bit rows (f16 16x16384 4.75 ->
-// 5.18), whose workgroups of 256 hold more of the row's bytes a lane.
+// (5.61); not a single row (4.44 -> 4.69), nor 48 rows (5.68 -> 5.74),
+// nor rows of 14000 (7 slots: 33x14000 4.96 -> 5.12), nor softmax
+// (8x16384 4.84 -> 5.07), nor 16-bit rows (f16 16x16384 4.75 -> 5.18),
+// whose workgroups of 256 hold more of the row's bytes a lane.
 constexpr uint64_t kSharedLogWideRowMin = 15360;
 constexpr uint64_t kSharedLogWideRowsMin = 2;
 constexpr uint64_t kSharedLogWideRowsMax = 40;
