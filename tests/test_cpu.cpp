@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "vksoftmax/accuracy.hpp"
 #include "vksoftmax/attention.hpp"
 #include "vksoftmax/cpu.hpp"
 #include "vksoftmax/divisor.hpp"
@@ -250,6 +251,49 @@ TEST(Cpu, RejectsBadTemperature) {
         p.temperature = t;
         EXPECT_THROW(cpu::softmax(p, x, y), Error) << "T=" << t;
     }
+}
+
+// Lavapipe's output 1.92457426e-15 for 1.92455436e-15 (f32 3x40000,
+// normal(0, 4) logits): exp at t = ln(1.92e-15) = -33.9, relative error
+// 1.034e-5, within rel * |t| / 30 = 1.13e-5 (tests/TOLERANCES.md).
+TEST(Accuracy, OutputsFarBelowTheirRowsLargestAllowForTheExpsError) {
+    const double got = 1.92457426e-15, want = 1.92455436e-15, floor = 1e-30;
+    const double raw = std::fabs(got - want) / want;
+    ASSERT_NEAR(raw, 1.034e-5, 1e-8);
+    const double t = std::log(want);
+    EXPECT_NEAR(relative_error(false, got, want, 1.0, floor), raw * 30 / -t, 1e-12)
+        << "an output e^" << t << " below its row's largest is held to rel * |t| / 30";
+    EXPECT_LT(relative_error(false, got, want, 1.0, floor), 1e-5);
+    EXPECT_DOUBLE_EQ(relative_error(false, got, want, want * std::exp(30.0), floor), raw)
+        << "at |t| = 30 the bound is rel itself";
+    EXPECT_DOUBLE_EQ(relative_error(true, got, want, 1.0, floor), raw) << "log-softmax takes no exp of t";
+    EXPECT_DOUBLE_EQ(relative_error(false, got, want, 0.0, floor), raw) << "no row largest: unscaled";
+    EXPECT_DOUBLE_EQ(relative_error(false, 2e-30, 0.0, 1.0, floor), 2e-30 / floor / (-std::log(floor) / 30))
+        << "an output that underflows is judged against the floor, at the floor's |t|";
+}
+
+TEST(Accuracy, CompareScalesOnlyTheOutputsFarBelowTheRowsLargest) {
+    Problem p;
+    p.shape = {1, 3, 1};
+    const double x[3] = {0.0, -0.5, -34.0};
+    std::vector<double> ref(3);
+    cpu::softmax(p, x, ref.data());
+    EXPECT_NEAR(row_largest(p.shape, ref, 0), ref[0], 0.0);
+    std::vector<double> got = ref;
+    got[2] *= 1 + 1.1e-5;
+    EXPECT_TRUE(compare(p, got, ref).within(1e-5, 0.0))
+        << "1.1e-5 at t = -34 is within 1e-5 * 34 / 30: " << compare(p, got, ref).describe();
+    got[2] = ref[2] * (1 + 1.2e-5);
+    EXPECT_FALSE(compare(p, got, ref).within(1e-5, 0.0)) << "1.2e-5 at t = -34 is over 1.13e-5";
+    got = ref;
+    got[1] *= 1 + 1.1e-5;
+    EXPECT_FALSE(compare(p, got, ref).within(1e-5, 0.0)) << "1.1e-5 at t = -0.5 is over 1e-5";
+    p.log = true;
+    std::vector<double> log_ref(3);
+    cpu::softmax(p, x, log_ref.data());
+    got = log_ref;
+    got[2] += 34 * 1.1e-5;
+    EXPECT_FALSE(compare(p, got, log_ref).within(1e-5, 0.0)) << "log-softmax outputs are not scaled";
 }
 
 TEST(Half, KnownValues) {

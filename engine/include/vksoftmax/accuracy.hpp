@@ -12,7 +12,7 @@ namespace vksoftmax {
 
 struct Accuracy {
     double max_abs = 0;        // max |got - ref| over finite references
-    double max_rel = 0;        // max |got - ref| / max(|ref|, floor)
+    double max_rel = 0;        // max relative_error(): |got - ref| / max(|ref|, floor), scaled
     double max_row_sum_error = 0;  // softmax: max over rows of |sum - 1| (rows with a finite result)
     uint64_t nonfinite_mismatches = 0;  // NaN/inf where the reference has none, or the reverse
     uint64_t worst_index = 0;  // element of max_rel
@@ -31,6 +31,19 @@ struct Bound {
 };
 Bound accuracy_bound(Dtype dtype, bool log, Precision precision = Precision::fast);
 
+// The relative error of one finite output: |got - ref| / max(|ref|, floor),
+// in units of the bound at that output. Softmax outputs far below their
+// row's largest (`row_largest`) come from exp(t) with t = ln(ref /
+// row_largest) < -30, where the driver's exp may be off by 3 + 2|t| ULP
+// and the argument's rounding grows with |t| too: their error is divided by
+// |t| / 30, so that accuracy_bound()'s rel, derived for |t| <= 30, holds
+// them to rel * |t| / 30 (tests/TOLERANCES.md). Log-softmax outputs take no
+// exp of t and are not scaled; nor are any where row_largest is not positive.
+double relative_error(bool log, double got, double ref, double row_largest, double floor);
+// The largest finite value of the row of `shape` that starts at `base`;
+// 0 where none is larger.
+double row_largest(const Shape& shape, const std::vector<double>& values, uint64_t base);
+
 // `n` elements of `dtype` (fp16 and bf16 as their 16 bits) as doubles.
 std::vector<double> to_double(const void* data, size_t n, Dtype dtype);
 // The reverse: `values` in `dtype` as stored (rounded through fp32), the
@@ -40,8 +53,8 @@ std::vector<uint8_t> to_storage(const std::vector<double>& values, Dtype dtype);
 void round_to(Dtype dtype, std::vector<double>& values);
 
 // Compares `got` with `ref` (both dense, problem.shape). Relative errors
-// are taken against max(|ref|, floor) with the floor of accuracy_bound(), so
-// that outputs which underflow do not dominate max_rel.
+// are relative_error()'s, taken against max(|ref|, floor) with the floor of
+// accuracy_bound(), so that outputs which underflow do not dominate max_rel.
 Accuracy compare(const Problem& problem, const std::vector<double>& got, const std::vector<double>& ref);
 
 // The backward pass's dx against its reference, from the same y and dy.
