@@ -61,7 +61,7 @@ struct Result {
     std::string variant;     // e.g. "workgroup-row/shared/fast"
     uint32_t subgroup_size = 0;  // required size, or the device's default
     double max_ulp = 0;      // in ULPs of the output type, over outputs >= the floor
-    double max_rel = 0;      // |got - ref| / max(|ref|, floor)
+    double max_rel = 0;      // relative_error(): |got - ref| / max(|ref|, floor), scaled past |t| = 30
     double rel_bound = 0;
     double worst_row_sum = 0;  // max |sum - 1| (of exp(out) for log-softmax) over finite rows
     bool nan_pattern_ok = true;  // NaN, +-inf and exact 0 where the reference has them
