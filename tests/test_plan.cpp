@@ -398,15 +398,14 @@ TEST(Plan, NarrowRowsTakeTwoSubgroups) {
     EXPECT_EQ(plan_geometry(d, backward).key[0].workgroup_size, 128u) << "backward f32 65536x2048";
 }
 
-// Masked bf16 attention rows of up to 4096 take at least four subgroups
-// at up to 8 slots (kMaskedBf16MaxSlots): (1, 32, 2048, 2048) at 128 x 4,
-// 4096 at 128 x 8; longer ones as before, (1, 1, 8192, 8192) at 128 x 16.
-// f16 masked rows and bf16 causal ones without a mask keep the narrow
-// 64 x 8.
-TEST(Plan, MaskedBf16RowsTakeFourSubgroups) {
+// Masked bf16 attention rows of up to 4096 take at most 8 slots
+// (kMaskedBf16MaxSlots): 4096 at 128 x 8; rows of 2048 the narrow 64 x 8,
+// as f16 masked rows and bf16 causal ones do; longer ones as before,
+// (1, 1, 8192, 8192) at 128 x 16.
+TEST(Plan, MaskedBf16RowsTakeAtMost8Slots) {
     const DeviceInfo d = h200();
     struct MaskedCase { Dtype dtype; bool mask; uint64_t heads, n; uint32_t workgroup, slots; };
-    for (const MaskedCase& c : {MaskedCase{Dtype::bf16, true, 32, 2048, 128, 4}, {Dtype::bf16, true, 32, 4096, 128, 8},
+    for (const MaskedCase& c : {MaskedCase{Dtype::bf16, true, 32, 2048, 64, 8}, {Dtype::bf16, true, 32, 4096, 128, 8},
                                 {Dtype::bf16, true, 1, 8192, 128, 16}, {Dtype::f16, true, 32, 2048, 64, 8},
                                 {Dtype::bf16, false, 32, 2048, 64, 8}, {Dtype::f16, true, 1, 8192, 128, 16}}) {
         Problem p = masked_attention(1, c.heads, c.n, c.dtype, c.dtype);
@@ -1239,8 +1238,8 @@ TEST(Plan, TileLoadsTogetherOnNvidiaAttentionSubgroupRows) {
 // next row first on NVIDIA's driver, where it was measured faster, in
 // batches of kNextRowFirstMinWaves (60) rows per multiprocessor or more, each
 // workgroup taking two rows (half the grid); in turn elsewhere. Rows the
-// form does not fit never take it, forced or not: bf16 rows of 2048 (128
-// x 4), a mask per head, causal rows, fp32 rows, the backward pass.
+// form does not fit never take it, forced or not: a mask per head, causal
+// rows, fp32 rows, the backward pass.
 TEST(Plan, NextRowFirstForMaskedHalfWorkgroupRowsOnNvidia) {
     const DeviceInfo nv = counted_h100();
     expect_nvidia_rule(nv, row_fetch_rule, &RowFetchRule::next_row_first, RowFetch::next_row_first, RowFetch::in_turn);
@@ -1250,7 +1249,8 @@ TEST(Plan, NextRowFirstForMaskedHalfWorkgroupRowsOnNvidia) {
     next_first.rules.row_fetch = RowFetch::next_row_first;
     in_turn.rules.row_fetch = RowFetch::in_turn;
     const Problem rows_2048 = masked_attention(1, 32, 2048, Dtype::f16, Dtype::f16);
-    for (const Problem& p : {rows_2048, masked_attention(1, 8, 4096, Dtype::f16, Dtype::f16),
+    for (const Problem& p : {rows_2048, masked_attention(1, 32, 2048, Dtype::bf16, Dtype::bf16),
+                             masked_attention(1, 8, 4096, Dtype::f16, Dtype::f16),
                              masked_attention(1, 8, 4096, Dtype::bf16, Dtype::bf16)}) {
         const Plan plan = plan_geometry(nv, p);
         ASSERT_EQ(plan.path, Path::workgroup_row) << what(p);
@@ -1274,7 +1274,6 @@ TEST(Plan, NextRowFirstForMaskedHalfWorkgroupRowsOnNvidia) {
     EXPECT_TRUE(forced.key[0].next_row_first) << what(few) << " forced on llvmpipe: " << forced.key[0].id();
     EXPECT_EQ(forced.groups, 1024u) << what(few) << " forced on llvmpipe";
 
-    Problem bf16_2048 = masked_attention(1, 32, 2048, Dtype::bf16, Dtype::bf16);
     Problem per_head = rows_2048;
     per_head.attention.mask_heads = 32;
     Problem causal = rows_2048;
@@ -1283,7 +1282,7 @@ TEST(Plan, NextRowFirstForMaskedHalfWorkgroupRowsOnNvidia) {
     const Problem f32_rows = masked_attention(1, 32, 2048, Dtype::f32, Dtype::f16);
     Problem backward = rows_of(65536, 2048, Dtype::f16);
     backward.backward = true;
-    for (const Problem& p : {bf16_2048, per_head, causal, f32_rows, backward}) {
+    for (const Problem& p : {per_head, causal, f32_rows, backward}) {
         const Plan plan = plan_geometry(nv, p, next_first);
         EXPECT_FALSE(plan.key[0].next_row_first) << what(p) << " forced: " << plan.key[0].id();
         EXPECT_EQ(plan.groups, p.shape.rows()) << what(p) << " forced: a row a workgroup";

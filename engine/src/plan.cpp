@@ -195,8 +195,8 @@ uint32_t slots_holding_row(const Problem& problem, Path path, const Limits& l, u
 namespace {
 
 // A forward masked bf16 attention row of up to kMaskedBf16RowMax (4096) elements,
-// which a workgroup row holds in kMinRowSubgroups or more subgroups at up
-// to kMaskedBf16MaxSlots slots (tuning.hpp).
+// which a workgroup row holds at up to kMaskedBf16MaxSlots slots
+// (tuning.hpp).
 bool masked_bf16_row(const Problem& problem) {
     return !problem.backward && problem.dtype == Dtype::bf16 && problem.attention.mask &&
            problem.shape.axis <= kMaskedBf16RowMax;
@@ -311,8 +311,8 @@ bool long_float_rows_wide(const Problem& problem, const Limits& l, uint32_t wg, 
 // `most` slots an invocation: the narrowest of at least kMinRowSubgroups
 // subgroups whose `most` slots hold the row's window, or kNarrowRowSubgroups
 // for forward rows that those hold at up to kNarrowRowSlots slots, but
-// masked bf16 rows and plain forward odd rows that would take all
-// kNarrowRowSlots (kOddRowNarrowSlots), or few_rows_workgroup()'s for
+// plain forward odd rows that would take all kNarrowRowSlots
+// (kOddRowNarrowSlots), or few_rows_workgroup()'s for
 // batches too small to fill the device; plain forward odd rows double it
 // past kOddRowSpreadSlots rather than `most`, and long fp32 rows in some
 // batches once more (long_float_rows_wide()).
@@ -324,7 +324,7 @@ uint32_t whole_row_workgroup(const Problem& problem, const Limits& l, uint32_t m
     const uint32_t few = few_rows_workgroup(problem, l, window);
     if (few != 0)
         wg = few;
-    else if (!problem.backward && !masked_bf16_row(problem) && narrow >= l.min_workgroup && narrow < wg &&
+    else if (!problem.backward && narrow >= l.min_workgroup && narrow < wg &&
              window <= 4ull * narrow_slots * narrow)
         wg = narrow;
     const uint32_t spread = odd_plain_row(problem, l) ? std::min(most, odd_row_spread_slots(problem)) : most;

@@ -116,19 +116,17 @@ constexpr double kOddHalfLogRowsWideMaxWaves = kOddRowsWideMaxWaves / 2;
 // from 8192 rows on every shape level or up to 1% slower.
 constexpr uint32_t kFloatRowsWideMinSlots = 7;
 constexpr double kFloatRowsWideMaxWaves = 8.0;
-// Masked bf16 attention rows of up to kMaskedBf16RowMax elements: at least
-// kMinRowSubgroups subgroups (never two) at up to 8 slots. Since the forms
-// above were measured, the attention modules changed (the tiles' loads
-// first, the row's NaN by its sum), and bf16 rows turned. H200, us
-// (bench/NOTES.md, v79), plan's -> this: (1, 32, 2048, 2048) 64 x 8 170.9
-// -> 128 x 4 162.6; rows of 4096 take 128 x 8 either way (256 x 4 701.0
-// against 682.1). Not taken where it was slower: f16 masked rows of 2048
-// (64 x 8 162.8 against 128 x 4 165.7) and causal bf16 ones without a mask
-// (118.3 against 139.7). Not taken past 4096 either: bf16 (1, 1, 8192,
-// 8192) ran faster at 256 x 8 (113.9 against 120.4 at 128 x 16), but f16
-// batches of such rows ran slower at 8 slots ((1, 4, 8192, 8192) 374.6 ->
-// 393.5, (1, 8, 6144, 6144) 374.5 -> 406.0) and bf16 batches of them were
-// not measured.
+// Masked bf16 attention rows of up to kMaskedBf16RowMax elements: at most
+// 8 slots. H200, us (bench/NOTES.md, v79): rows of 4096 take 128 x 8
+// rather than 256 x 4 (682.1 against 701.0). v79 also kept them off two
+// subgroups ((1, 32, 2048, 2048) 64 x 8 170.9 against 128 x 4 162.6); the
+// modules have changed since, and v131 measured the reverse (64 x 8 with
+// the next row first 150.2-150.7 against 128 x 4 162.4-162.6, 85% of the
+// copy against 79%), so rows of 2048 take two subgroups as f16's do. Not
+// taken past 4096: bf16 (1, 1, 8192, 8192) ran faster at 256 x 8 (113.9
+// against 120.4 at 128 x 16), but f16 batches of such rows ran slower at
+// 8 slots ((1, 4, 8192, 8192) 374.6 -> 393.5, (1, 8, 6144, 6144) 374.5 ->
+// 406.0) and bf16 batches of them were not measured.
 constexpr uint32_t kMaskedBf16MaxSlots = 8;
 constexpr uint64_t kMaskedBf16RowMax = 4096;
 // Masked 16-bit workgroup rows of at least kNextRowFirstMinSlots slots,
